@@ -1,0 +1,77 @@
+"""STS evaluation: Spearman x 100 between cosine similarity and the gold score, no regressor.
+
+Two aggregations of a multi-subset dataset (STS12-16), both reported because papers mix them:
+
+- ``all``: one Spearman over the concatenation of every subset (SimCSE's and SBERT's protocol);
+- ``wmean``: the subsets' Spearman scores averaged with weights equal to their sizes
+  (SentEval's "all" weighted mean, used by BERT-flow and LayerAttPooler).
+
+For a single-subset dataset (STS-B, SICK-R) the two are equal.
+
+A similarity that is constant over a dataset (for example layer-0 [CLS]: token, position and segment
+embeddings only, the same vector for every sentence) has no ranking, so its Spearman correlation is
+undefined: it is returned as NaN, never as 0.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.stats import spearmanr
+
+from ..data.sts import STSDataset
+
+AGGREGATIONS = ("all", "wmean")
+# Similarities whose spread is below this are numerically constant (differences are float rounding).
+CONSTANT_TOLERANCE = 1e-6
+
+
+def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cosine similarity of ``a[i]`` and ``b[i]`` for every row i; a zero vector gives similarity 0."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+    dots = np.einsum("ij,ij->i", a, b)
+    return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+
+
+def spearman_x100(predicted: np.ndarray, gold: np.ndarray) -> float:
+    """Spearman's rho x 100; NaN when the prediction is constant (the correlation is undefined)."""
+    predicted = np.asarray(predicted, dtype=np.float64)
+    if len(predicted) < 2 or np.ptp(predicted) <= CONSTANT_TOLERANCE:
+        return float("nan")
+    return float(spearmanr(predicted, gold).statistic * 100)
+
+
+def aggregate(subset_scores: dict[str, float], subset_sizes: dict[str, int], all_score: float) -> dict[str, float]:
+    """Both aggregations from per-subset scores and the concatenated score (NaN if any subset is NaN)."""
+    sizes = np.array([subset_sizes[k] for k in subset_scores], dtype=np.float64)
+    scores = np.array(list(subset_scores.values()), dtype=np.float64)
+    return {"all": all_score, "wmean": float((scores * sizes).sum() / sizes.sum())}
+
+
+@dataclass
+class StsScores:
+    dataset: str
+    subsets: dict[str, float]
+    sizes: dict[str, int]
+    aggregations: dict[str, float] = field(default_factory=dict)
+
+    def __getitem__(self, aggregation: str) -> float:
+        return self.aggregations[aggregation]
+
+
+def evaluate_sts(dataset: STSDataset, similarity) -> StsScores:
+    """Score a similarity function on a dataset.
+
+    ``similarity(sentences1, sentences2) -> np.ndarray`` returns one score per pair.
+    """
+    predicted, gold, subset_scores, sizes = [], [], {}, {}
+    for name, pairs in dataset.subsets.items():
+        scores = np.asarray(similarity(pairs.sentences1, pairs.sentences2))
+        subset_scores[name] = spearman_x100(scores, pairs.scores)
+        sizes[name] = len(pairs)
+        predicted.append(scores)
+        gold.append(pairs.scores)
+    all_score = spearman_x100(np.concatenate(predicted), np.concatenate(gold))
+    return StsScores(dataset.name, subset_scores, sizes, aggregate(subset_scores, sizes, all_score))

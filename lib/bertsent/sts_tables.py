@@ -1,0 +1,73 @@
+"""The STS tables of the book, as functions: every layer x pooling of a backbone, and the untrained baselines."""
+from __future__ import annotations
+
+import pandas as pd
+
+from .data.sts import STS_DATASETS, STSDataset, load_sts
+from .encoder import Encoder
+from .evaluation.sts import AGGREGATIONS, cosine_rows, evaluate_sts
+
+LAYER_POOLING_COLUMNS = ["backbone", "dataset", "layer", "pooling", "aggregation", "spearman"]
+BASELINE_COLUMNS = ["backbone", "method", "dataset", "aggregation", "spearman"]
+# baseline method -> (pooling, layer); layer -1 is the last layer
+BASELINE_METHODS = {"cls": ("cls", -1), "mean": ("mean", -1), "first_last_avg": ("first_last_avg", -1)}
+GLOVE_METHOD = "glove_mean"
+
+
+def load_sts_datasets(names=STS_DATASETS, data_dir=None, max_pairs: int | None = None) -> dict[str, STSDataset]:
+    """The test splits of the named STS datasets; ``max_pairs`` keeps the first pairs of each subset (smoke runs)."""
+    datasets = {name: load_sts(name, "test", data_dir) for name in names}
+    if max_pairs:
+        datasets = {name: d.head(max_pairs) for name, d in datasets.items()}
+    return datasets
+
+
+def layer_pooling_scores(encoder: Encoder, datasets: dict[str, STSDataset], poolings=None,
+                         layers=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Spearman x 100 for every dataset x layer x pooling.
+
+    Returns ``(table, subsets)``: ``table`` has :data:`LAYER_POOLING_COLUMNS` with both aggregations
+    for every dataset; ``subsets`` holds the per-subset scores (column ``subset`` added).
+    """
+    backbone = encoder.backbone
+    poolings = list(poolings or encoder.supported_poolings())
+    rows, subset_rows = [], []
+    for name, dataset in datasets.items():
+        pooled = encoder.encode(dataset.sentences(), poolings)
+        for layer in (range(pooled.n_layers) if layers is None else [l % pooled.n_layers for l in layers]):
+            for pooling in poolings:
+                def similarity(first, second):
+                    return cosine_rows(pooled.lookup(first, pooling, layer), pooled.lookup(second, pooling, layer))
+
+                scores = evaluate_sts(dataset, similarity)
+                for aggregation in AGGREGATIONS:
+                    rows.append((backbone.name, name, layer, pooling, aggregation, scores[aggregation]))
+                for subset, value in scores.subsets.items():
+                    subset_rows.append((backbone.name, name, subset, scores.sizes[subset], layer, pooling, value))
+    table = pd.DataFrame(rows, columns=LAYER_POOLING_COLUMNS)
+    subsets = pd.DataFrame(subset_rows, columns=["backbone", "dataset", "subset", "pairs", "layer", "pooling", "spearman"])
+    return table, subsets
+
+
+def baseline_scores(encoder: Encoder, datasets: dict[str, STSDataset]) -> pd.DataFrame:
+    """Untrained baselines: GloVe mean for a GloVe backbone; last-layer [CLS], mean and first-last average otherwise."""
+    backbone = encoder.backbone
+    if backbone.kind == "glove":
+        table, _ = layer_pooling_scores(encoder, datasets, ["mean"], layers=[0])
+        table["method"] = GLOVE_METHOD
+    else:
+        poolings = [pooling for pooling, _ in BASELINE_METHODS.values()]
+        table, _ = layer_pooling_scores(encoder, datasets, poolings, layers=[-1])
+        table["method"] = table["pooling"].map({p: m for m, (p, _) in BASELINE_METHODS.items()})
+    return table[BASELINE_COLUMNS]
+
+
+def sts_average(table: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Mean over the seven STS datasets (the papers' "avg" column), per group and aggregation.
+
+    The average is NaN when a dataset is missing or undefined, so a partial average is never shown as complete.
+    """
+    def mean_of_seven(values: pd.Series) -> float:
+        return values.mean(skipna=False) if len(values) == len(STS_DATASETS) else float("nan")
+
+    return table.groupby(by + ["aggregation"], sort=False)["spearman"].agg(mean_of_seven).reset_index()
