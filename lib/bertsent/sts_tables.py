@@ -71,3 +71,23 @@ def sts_average(table: pd.DataFrame, by: list[str]) -> pd.DataFrame:
         return values.mean(skipna=False) if len(values) == len(STS_DATASETS) else float("nan")
 
     return table.groupby(by + ["aggregation"], sort=False)["spearman"].agg(mean_of_seven).reset_index()
+
+
+def layer_pooling_grid(table: pd.DataFrame, dataset: str = "stsb", aggregation: str = "all") -> pd.DataFrame:
+    """``layer x pooling`` grid for one dataset, or for ``dataset="avg"`` the mean over the seven STS sets."""
+    rows = table[table["aggregation"] == aggregation]
+    if dataset == "avg":
+        rows = sts_average(rows, ["backbone", "layer", "pooling"])
+    else:
+        rows = rows[rows["dataset"] == dataset]
+    poolings = list(dict.fromkeys(table["pooling"]))
+    return rows.pivot_table(index="layer", columns="pooling", values="spearman", dropna=False)[poolings]
+
+
+def grid_extremes(grid: pd.DataFrame) -> dict[str, dict]:
+    """The best and worst defined cells of a grid: ``{"best": {layer, pooling, spearman}, "worst": {...}}``."""
+    cells = grid.stack().dropna()
+    return {
+        kind: {"layer": int(index[0]), "pooling": index[1], "spearman": float(cells[index])}
+        for kind, index in (("best", cells.idxmax()), ("worst", cells.idxmin()))
+    }

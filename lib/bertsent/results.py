@@ -1,0 +1,35 @@
+"""Writing results: tables go to CSV under ``results/`` atomically, and say where they went."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from .paths import REPO_ROOT, RESULTS_DIR
+
+
+def results_path(results_dir, *parts: str) -> Path:
+    """``results_dir`` (default: the repository's ``results/``) joined with ``parts``."""
+    return Path(results_dir or RESULTS_DIR).joinpath(*parts)
+
+
+def write_table(table: pd.DataFrame, path: Path) -> Path:
+    """Write a CSV atomically (a crash never leaves half a file) and print ``wrote <path>``.
+
+    Undefined scores (NaN) are written as empty fields.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".csv.tmp")
+    os.close(fd)
+    try:
+        table.to_csv(tmp, index=False, float_format="%.4f", na_rep="")
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    shown = path.resolve().relative_to(REPO_ROOT) if path.resolve().is_relative_to(REPO_ROOT) else path
+    print(f"wrote {shown}")
+    return path
