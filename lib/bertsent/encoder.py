@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import tempfile
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,19 +81,26 @@ class Encoder:
         return getattr(self.backbone, "poolings", POOLINGS)
 
     def encode(self, sentences: list[str], poolings=None) -> PooledEmbeddings:
-        poolings = tuple(poolings or self.supported_poolings())
+        """Pool every layer of each distinct sentence (all supported poolings unless ``poolings`` is given)."""
+        supported = self.supported_poolings()
+        poolings = tuple(poolings or supported)
         unique = list(dict.fromkeys(sentences))
-        cache_file = self._cache_file(unique, poolings)
+        cache_file = self._cache_file(unique, supported)
         if cache_file is not None and cache_file.is_file():
-            with np.load(cache_file) as stored:
-                return PooledEmbeddings(unique, {p: stored[p] for p in poolings})
+            try:
+                with np.load(cache_file) as stored:
+                    return PooledEmbeddings(unique, {p: stored[p] for p in poolings})
+            except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+                cache_file.unlink()  # unreadable entry: recompute it
+        # A cached entry holds every supported pooling, so later calls asking for others hit it too.
+        computed = supported if cache_file is not None else poolings
         if self.backbone.kind == "glove":
-            vectors = self.backbone.embed(unique, poolings)
+            vectors = self.backbone.embed(unique, computed)
         else:
-            vectors = self._encode_transformer(unique, poolings)
+            vectors = self._encode_transformer(unique, computed)
         if cache_file is not None:
             _atomic_savez(cache_file, vectors)
-        return PooledEmbeddings(unique, vectors)
+        return PooledEmbeddings(unique, {p: vectors[p] for p in poolings})
 
     @torch.inference_mode()
     def _encode_transformer(self, sentences: list[str], poolings) -> dict[str, np.ndarray]:
@@ -126,11 +134,12 @@ class Encoder:
 
 
 def _atomic_savez(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """Write an .npz so that a crash never leaves a truncated cache entry behind."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz.tmp")
-    os.close(fd)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     try:
-        np.savez(tmp, **arrays)
+        with os.fdopen(fd, "wb") as handle:  # a file object: np.savez must not append ".npz" to the name
+            np.savez(handle, **arrays)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

@@ -1,0 +1,14 @@
+import os
+
+# No model hub is reachable where these tests run; fail fast instead of retrying downloads.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    from bertsent.backbones import load_backbone
+
+    return load_backbone("all-minilm-l6-v2")

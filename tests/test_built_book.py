@@ -1,0 +1,72 @@
+"""Build the HTML book from the committed executed notebooks and check what a reader would hit."""
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import nbformat
+import pytest
+import yaml
+from bs4 import BeautifulSoup
+
+from bertsent.paths import REPO_ROOT
+
+
+def toc_files():
+    toc = yaml.safe_load((REPO_ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            files.append(entry["file"])
+            walk(entry.get("sections"))
+
+    walk(toc.get("chapters"))
+    return files
+
+
+def source_of(page: str) -> Path:
+    for suffix in (".md", ".ipynb"):
+        if (REPO_ROOT / f"{page}{suffix}").is_file():
+            return REPO_ROOT / f"{page}{suffix}"
+    raise FileNotFoundError(page)
+
+
+@pytest.fixture(scope="module")
+def html(tmp_path_factory):
+    out = tmp_path_factory.mktemp("book")
+    jupyter_book = Path(sys.executable).with_name("jupyter-book")
+    done = subprocess.run([str(jupyter_book), "build", str(REPO_ROOT), "--path-output", str(out)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return out / "_build" / "html"
+
+
+def test_every_toc_page_has_a_source_and_an_html_page(html):
+    for page in toc_files():
+        source_of(page)
+        assert (html / f"{page}.html").is_file(), page
+
+
+def test_every_referenced_image_exists(html):
+    checked = 0
+    for page in toc_files():
+        soup = BeautifulSoup((html / f"{page}.html").read_text(encoding="utf-8"), "html.parser")
+        for img in soup.find_all("img"):
+            src = img.get("src", "")
+            if urlparse(src).scheme in ("http", "https", "data"):
+                continue
+            assert (html / Path(page).parent / unquote(src)).resolve().is_file(), (page, src)
+            checked += 1
+    assert checked > 0  # the notebooks' figures are there
+
+
+def test_executed_notebooks_have_outputs_and_no_errors():
+    notebooks = [source_of(page) for page in toc_files() if source_of(page).suffix == ".ipynb"]
+    assert notebooks
+    for path in notebooks:
+        nb = nbformat.read(path, as_version=4)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert all(c.get("execution_count") for c in code), f"{path.name} has unexecuted cells"
+        errors = [o for c in code for o in c.get("outputs", []) if o.get("output_type") == "error"]
+        assert not errors, f"{path.name}: {errors[0].get('ename')}: {errors[0].get('evalue')}"
