@@ -51,20 +51,28 @@ def test_fingerprint_follows_parameters_and_notebook(tmp_path):
 
 def test_up_to_date_run_is_reused(monkeypatch, tmp_path):
     """A matching record and present outputs: no execution; a changed parameter: execution."""
-    entry = load_config()["notebooks"]["layer_pooling"]
-    output = REPO_ROOT / entry["output"]
-    if not output.is_file():
-        pytest.skip("no executed copy of layer_pooling yet")
+    config = load_config()
+    entry = config["notebooks"]["layer_pooling"]
+    output = tmp_path / "executed.ipynb"
+    output.write_text("{}")
+    config["notebooks"]["layer_pooling"] = {**entry, "output": str(output)}  # absolute: REPO_ROOT / it == it
+    monkeypatch.setattr(book, "load_config", lambda *_: config)
     monkeypatch.setattr(book, "RUNS_DIR", tmp_path)
-    parameters = resolve_parameters("layer_pooling", "quick")
+    parameters = resolve_parameters("layer_pooling", "quick", config=config)
     record = {"fingerprint": run_fingerprint(REPO_ROOT / entry["source"], parameters), "profile": "quick",
               "finished": "now", "outputs": []}
     (tmp_path / "layer_pooling.json").write_text(json.dumps(record))
-    executed = []
     import papermill
 
-    monkeypatch.setattr(papermill, "execute_notebook", lambda *a, **k: executed.append(a) or (_ for _ in ()).throw(RuntimeError("ran")))
+    def executed(*args, **kwargs):
+        raise RuntimeError("executed")
+
+    monkeypatch.setattr(papermill, "execute_notebook", executed)
     assert run_notebook("layer_pooling", "quick", log=lambda *_: None) == output
-    assert not executed
-    with pytest.raises(RuntimeError, match="ran"):
+    with pytest.raises(RuntimeError, match="executed"):
         run_notebook("layer_pooling", "quick", {"batch_size": 7}, log=lambda *_: None)
+    with pytest.raises(RuntimeError, match="executed"):
+        run_notebook("layer_pooling", "quick", force=True, log=lambda *_: None)
+    output.unlink()  # results gone: recompute
+    with pytest.raises(RuntimeError, match="executed"):
+        run_notebook("layer_pooling", "quick", log=lambda *_: None)
