@@ -147,7 +147,9 @@ class TransformerBackbone:
 
     def __init__(self, name: str, source: str | Path, device: str = "cpu"):
         from transformers import AutoModel, AutoTokenizer
+        from transformers.utils import logging as transformers_logging
 
+        transformers_logging.disable_progress_bar()  # local files load in a second; the bar is noise
         self.name = name
         self.source = str(source)
         self.tokenizer = AutoTokenizer.from_pretrained(self.source)

@@ -15,6 +15,7 @@ Command line::
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import json
 import os
@@ -44,27 +45,28 @@ def notebook_parameters(source: Path) -> dict:
     """The parameters a notebook declares (its cell tagged ``parameters``), with their defaults."""
     import papermill
 
-    return {name: spec["default"] for name, spec in papermill.inspect_notebook(str(source)).items()}
+    # papermill reports each default as its source text; the defaults are Python literals
+    return {name: ast.literal_eval(spec["default"]) for name, spec in papermill.inspect_notebook(str(source)).items()}
 
 
 def resolve_parameters(name: str, profile: str, overrides: dict | None = None, config: dict | None = None) -> dict:
-    """Profile values over notebook defaults, then explicit overrides; unknown names are an error."""
+    """Every parameter's value: notebook defaults, then the profile's, then explicit overrides (unknown names are an error)."""
     config = config or load_config()
     if name not in config["notebooks"]:
         raise ParameterError(f"Unknown notebook {name!r}. Known: {', '.join(config['notebooks'])}.")
     if profile not in config["profiles"]:
         raise ParameterError(f"Unknown profile {profile!r}. Known: {', '.join(config['profiles'])}.")
     declared = notebook_parameters(REPO_ROOT / config["notebooks"][name]["source"])
-    resolved = {"profile": profile}
-    resolved.update(config["profiles"][profile].get(name, {}) or {})
-    resolved.update(overrides or {})
-    unknown = sorted(set(resolved) - set(declared))
+    chosen = {"profile": profile}
+    chosen.update(config["profiles"][profile].get(name, {}) or {})
+    chosen.update(overrides or {})
+    unknown = sorted(set(chosen) - set(declared))
     if unknown:
         raise ParameterError(
             f"Unknown parameter(s) {unknown} for notebook {name!r}. Known: {', '.join(declared)}. "
             f"Fix: check the spelling, or list them with `python -m bertsent.book list`."
         )
-    return resolved
+    return {**declared, **chosen}
 
 
 def code_fingerprint() -> str:

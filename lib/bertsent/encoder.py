@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
+from tqdm import tqdm  # plain text bars: no widget dependency in notebooks
 
 from .paths import CACHE_DIR
 from .pooling import POOLINGS, pool_all_layers
