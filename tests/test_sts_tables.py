@@ -36,3 +36,18 @@ def test_sts_average_needs_all_seven():
     rows = pd.DataFrame({"m": ["x"] * 7, "dataset": list("abcdefg"), "aggregation": "all", "spearman": range(7)})
     assert sts_average(rows, ["m"])["spearman"].iloc[0] == 3.0
     assert math.isnan(sts_average(rows.iloc[:6], ["m"])["spearman"].iloc[0])
+
+
+def test_figure1_checks_on_a_hand_made_grid():
+    from bertsent.sts_tables import figure1_checks
+
+    grid = pd.DataFrame({"cls": [float("nan"), 10.0, 20.0, 30.0, 70.0],
+                         "mean": [50.0, 40.0, 45.0, 55.0, 80.0],
+                         "max": [60.0, 65.0, 35.0, 25.0, 60.0]}, index=range(5))
+    checks = figure1_checks(grid)
+    assert checks["best"] == {"layer": 4, "pooling": "mean", "spearman": 80.0}
+    assert checks["worst"] == {"layer": 1, "pooling": "cls", "spearman": 10.0}
+    assert checks["spread"] == 70.0
+    assert checks["last_cls"] == 70.0 and checks["last_cls_rank"] == 2 and checks["cells"] == 14
+    assert checks["best_shallow"] == {"layer": 1, "pooling": "max", "spearman": 65.0}
+    assert checks["cls_weakest_layers"] == 2 and checks["cls_layers"] == 4  # layers 1 and 2; at 3 max is lower

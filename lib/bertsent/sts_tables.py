@@ -91,3 +91,26 @@ def grid_extremes(grid: pd.DataFrame) -> dict[str, dict]:
         kind: {"layer": int(index[0]), "pooling": index[1], "spearman": float(cells[index])}
         for kind, index in (("best", cells.idxmax()), ("worst", cells.idxmin()))
     }
+
+
+def figure1_checks(grid: pd.DataFrame, shallow_layers=(1, 2, 3)) -> dict:
+    """What a layer x pooling grid says about the two claims of the SG-OPT paper's Figure 1.
+
+    Claim 1, the spread: best and worst defined cells. Claim 2, the obvious readout is poor: the rank of the
+    last layer's [CLS] among all defined cells (1 = best), the best shallow-layer cell, and at how many layers
+    [CLS] is the weakest pooling.
+    """
+    cells = grid.stack().dropna()
+    last_cls = float(grid.loc[grid.index.max(), "cls"])
+    shallow = grid.loc[list(shallow_layers)].stack().dropna()
+    defined_cls = grid["cls"].dropna().index
+    return {
+        **grid_extremes(grid),
+        "spread": float(cells.max() - cells.min()),
+        "last_cls": last_cls,
+        "last_cls_rank": int((cells > last_cls).sum()) + 1,
+        "cells": len(cells),
+        "best_shallow": {"layer": int(shallow.idxmax()[0]), "pooling": shallow.idxmax()[1], "spearman": float(shallow.max())},
+        "cls_weakest_layers": int((grid.loc[defined_cls].idxmin(axis=1) == "cls").sum()),
+        "cls_layers": len(defined_cls),
+    }
