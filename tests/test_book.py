@@ -76,3 +76,12 @@ def test_up_to_date_run_is_reused(monkeypatch, tmp_path):
     output.unlink()  # results gone: recompute
     with pytest.raises(RuntimeError, match="executed"):
         run_notebook("layer_pooling", "quick", log=lambda *_: None)
+
+
+def test_fingerprint_covers_exactly_the_modules_a_notebook_imports():
+    from bertsent.book import library_files
+
+    source = REPO_ROOT / load_config()["notebooks"]["layer_pooling"]["source"]
+    names = {p.relative_to(REPO_ROOT / "lib").as_posix() for p in library_files(source)}
+    assert {"bertsent/encoder.py", "bertsent/pooling.py", "bertsent/data/manifest.py", "bertsent/__init__.py"} <= names
+    assert not {n for n in names if n.startswith("bertsent/losses") or n == "bertsent/book.py"}

@@ -156,6 +156,14 @@ class TransformerBackbone:
         self.model = AutoModel.from_pretrained(self.source).to(device).eval()
         self.device = torch.device(device)
 
+    @classmethod
+    def from_loaded(cls, name: str, tokenizer, model, device: str | torch.device = "cpu") -> "TransformerBackbone":
+        """Wrap a tokenizer and model already in memory (e.g. a model being trained) as a backbone."""
+        backbone = cls.__new__(cls)
+        backbone.name, backbone.source = name, getattr(model, "name_or_path", name)
+        backbone.tokenizer, backbone.model, backbone.device = tokenizer, model, torch.device(device)
+        return backbone
+
     @property
     def n_layers(self) -> int:
         """Number of hidden states: the embedding output plus one per transformer layer."""

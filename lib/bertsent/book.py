@@ -2,8 +2,8 @@
 
 ``notebooks/profiles.yml`` names each notebook (its source and the executed copy the book renders)
 and the parameter profiles (``smoke``, ``quick``, ``paper``). A run records a fingerprint of
-everything that determines its results (the notebook, the resolved parameters, the library's code
-and the data manifest) in ``results/runs/<notebook>.json``; a later build whose fingerprint matches
+everything that determines its results (the notebook, the resolved parameters, the library modules
+it imports and the data manifest) in ``results/runs/<notebook>.json``; a later build whose fingerprint matches
 and whose outputs are present reuses them instead of recomputing. ``--force`` recomputes.
 
 Command line::
@@ -69,11 +69,60 @@ def resolve_parameters(name: str, profile: str, overrides: dict | None = None, c
     return {**declared, **chosen}
 
 
-def code_fingerprint() -> str:
-    """Hash of the library's source and the data manifest: what a result depends on besides its notebook."""
+def _imported_modules(code: str, package: str | None = None) -> set[str]:
+    """Names of the bertsent modules that ``code`` imports (``package``: the importing module's package)."""
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve against the importing module's package
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)  # "from pkg import module"
+    return {name for name in found if name == "bertsent" or name.startswith("bertsent.")}
+
+
+def _module_file(name: str) -> Path | None:
+    base = REPO_ROOT / "lib" / Path(*name.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def library_files(notebook: Path) -> list[Path]:
+    """The library modules a notebook uses: its bertsent imports, followed transitively, with the packages'
+    ``__init__`` files."""
+    import nbformat
+
+    cells = nbformat.read(notebook, as_version=4).cells
+    pending = set().union(*(_imported_modules(c.source) for c in cells if c.cell_type == "code"
+                            and not c.source.lstrip().startswith(("%", "!"))))
+    files: dict[str, Path] = {}
+    while pending:
+        parts = pending.pop().split(".")
+        for depth in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__ and a/b/__init__ too
+            prefix = ".".join(parts[:depth])
+            path = _module_file(prefix)
+            if path is None or prefix in files:
+                continue
+            files[prefix] = path
+            package = prefix if path.name == "__init__.py" else ".".join(parts[: depth - 1])
+            pending |= _imported_modules(path.read_text(encoding="utf-8"), package) - set(files)
+    return sorted(set(files.values()))
+
+
+def code_fingerprint(notebook: Path) -> str:
+    """Hash of the library modules a notebook uses and of the data manifest: what its results depend on
+    besides the notebook itself and its parameters."""
     digest = hashlib.sha256()
-    files = sorted((REPO_ROOT / "lib" / "bertsent").rglob("*.py")) + [REPO_ROOT / "data" / "manifest.csv"]
-    for path in files:
+    for path in library_files(notebook) + [REPO_ROOT / "data" / "manifest.csv"]:
         digest.update(path.relative_to(REPO_ROOT).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
@@ -83,7 +132,7 @@ def run_fingerprint(source: Path, parameters: dict) -> str:
     digest = hashlib.sha256()
     digest.update(source.read_bytes())
     digest.update(json.dumps(parameters, sort_keys=True).encode())
-    digest.update(code_fingerprint().encode())
+    digest.update(code_fingerprint(source).encode())
     return digest.hexdigest()
 
 
@@ -135,6 +184,7 @@ def run_notebook(name: str, profile: str = "quick", overrides: dict | None = Non
         _write_json_atomic(record_path, {
             "notebook": name, "profile": profile, "parameters": parameters, "fingerprint": fingerprint,
             "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "seconds": round(seconds, 1), "outputs": written,
+            "library_files": [str(p.relative_to(REPO_ROOT)) for p in library_files(source)],
             "versions": {"python": sys.version.split()[0], "torch": torch.__version__, "transformers": transformers.__version__},
         })
     log(f"{name}: done in {seconds:.0f} s")

@@ -1,0 +1,267 @@
+"""Training SG / SG-OPT: the released code's recipe, with its known defects fixed.
+
+Recipe (released defaults): batch 16, learning rate 5e-5, 1 epoch, 10% linear warm-up then linear decay,
+AdamW with betas (0.9, 0.9), gradient clipping at 1.0, max length 128, tau 0.01, lambda 0.1. STS-B dev
+(Spearman of BERT_T's last-layer [CLS] cosine) is evaluated every 50 steps and the best checkpoint is
+reloaded before anything is tested (the released code tested the last model in memory instead).
+
+Determinism and resumption: the sentence order of each epoch and every random draw of a step (the sampled
+layer of L^base / L^opt1 / L^opt2, dropout) are seeded from ``(seed, epoch)`` and ``(seed, step)``, so a run
+resumed from its checkpoint makes exactly the updates an uninterrupted run makes.
+
+Runs under accelerate: ``accelerate launch -m bertsent.training.self_guided ...`` on several devices
+shards the batches across processes (each process contrasts within its own batch).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from ..backbones import TransformerBackbone, backbone_path
+from ..data.sts import STSDataset
+from ..encoder import Encoder
+from ..evaluation.sts import cosine_rows, evaluate_sts
+from ..losses import LOSSES, weight_distance_regularizer
+from ..models import SelfGuidedModel, load_encoder
+
+
+class TrainingDivergedError(FloatingPointError):
+    pass
+
+
+@dataclass
+class SelfGuidedConfig:
+    loss: str = "opt3"  # base (SG), opt1, opt2, opt3 (SG-OPT)
+    view_pooling: str = "max"  # the paper; the released code uses "mean"
+    frozen_dropout: bool = False  # the released code left BERT_F's dropout on
+    projection: bool = True  # False: the "no head" ablation
+    head_dim: int = 4096
+    temperature: float = 0.01
+    reg_weight: float = 0.1
+    batch_size: int = 16
+    learning_rate: float = 5e-5
+    epochs: int = 1
+    warmup_ratio: float = 0.1
+    betas: tuple[float, float] = (0.9, 0.9)
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    max_length: int = 128
+    eval_every: int = 50
+    seed: int = 42
+    max_steps: int | None = None  # stop early (smoke runs, tests)
+
+    def __post_init__(self):
+        if self.loss not in LOSSES:
+            raise ValueError(f"Unknown loss {self.loss!r}. Known: {', '.join(LOSSES)}.")
+        self.betas = tuple(self.betas)
+
+
+@dataclass
+class TrainResult:
+    output_dir: Path
+    best_step: int
+    best_dev: float
+    steps: int
+    seconds: float
+    history: list[dict] = field(default_factory=list)
+
+
+def _epoch_batches(n: int, batch_size: int, seed: int, epoch: int) -> list[list[int]]:
+    order = np.random.default_rng([seed, epoch]).permutation(n)
+    batches = [order[i:i + batch_size].tolist() for i in range(0, n, batch_size)]
+    return [b for b in batches if len(b) > 1]  # a contrastive batch needs a negative
+
+
+def dev_score(model: SelfGuidedModel, tokenizer, dev: STSDataset, max_length: int, batch_size: int = 64) -> float:
+    """Spearman x 100 ("all") of BERT_T's last-layer [CLS] cosine on a dev set."""
+    was_training = model.training
+    model.eval()
+    backbone = TransformerBackbone.from_loaded("trained", tokenizer, model.trained, next(model.parameters()).device)
+    pooled = Encoder(backbone, batch_size=batch_size, max_length=max_length, show_progress=False).encode(
+        dev.sentences(), poolings=["cls"])
+    last = pooled.n_layers - 1
+    score = evaluate_sts(dev, lambda a, b: cosine_rows(pooled.lookup(a, "cls", last), pooled.lookup(b, "cls", last)))
+    model.train(was_training)
+    return score["all"]
+
+
+def _atomic_torch_save(obj, path: Path) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def train_self_guided(backbone: str, sentences: list[str], dev: STSDataset, output_dir: str | Path,
+                      config: SelfGuidedConfig | None = None, resume: bool = True, show_progress: bool = True,
+                      callbacks=()) -> TrainResult:
+    """Train SG / SG-OPT on ``sentences`` (no labels), select on ``dev``, save to ``output_dir``.
+
+    ``output_dir`` receives ``checkpoint.pt`` (for resumption), ``best.pt`` (BERT_T's best weights),
+    ``model/`` (the selected model in sentence-transformers format: [CLS] pooling) and ``train.json``.
+    ``callbacks``: functions called as ``callback(step, model, tokenizer)`` at every evaluation.
+    """
+    from accelerate import Accelerator
+    from transformers import AutoTokenizer, get_linear_schedule_with_warmup
+
+    config = config or SelfGuidedConfig()
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    source = backbone_path(backbone)
+    accelerator = Accelerator(cpu=not torch.cuda.is_available())
+    torch.manual_seed(config.seed)
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    model = SelfGuidedModel(load_encoder(source), config.view_pooling, config.frozen_dropout,
+                            config.projection, config.head_dim)
+    sentences = list(dict.fromkeys(s for s in sentences if s.strip()))
+    steps_per_epoch = len(_epoch_batches(len(sentences), config.batch_size, config.seed, 0))
+    total_steps = steps_per_epoch * config.epochs
+    if config.max_steps:
+        total_steps = min(total_steps, config.max_steps)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=config.learning_rate, betas=config.betas,
+                                  weight_decay=config.weight_decay)
+    scheduler = get_linear_schedule_with_warmup(optimizer, math.ceil(config.warmup_ratio * total_steps), total_steps)
+    loss_fn = LOSSES[config.loss]
+
+    state = {"step": 0, "best_dev": -math.inf, "best_step": -1, "history": [], "seconds": 0.0}
+    checkpoint_path = output_dir / "checkpoint.pt"
+    if resume and checkpoint_path.is_file():
+        checkpoint = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
+        if checkpoint["config"] != asdict(config):
+            raise ValueError(f"{checkpoint_path} was written with a different configuration; "
+                             f"use another output_dir or resume=False.")
+        model.load_state_dict(checkpoint["model"], strict=False)
+        optimizer.load_state_dict(checkpoint["optimizer"])
+        scheduler.load_state_dict(checkpoint["scheduler"])
+        state = checkpoint["state"]
+    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    unwrapped = accelerator.unwrap_model(model)
+
+    def evaluate_and_checkpoint():
+        score = dev_score(unwrapped, tokenizer, dev, config.max_length)
+        state["history"].append({"step": state["step"], "dev": score,
+                                 "loss": None if math.isnan(running_loss) else running_loss})
+        if score > state["best_dev"]:
+            state["best_dev"], state["best_step"] = score, state["step"]
+            if accelerator.is_main_process:
+                _atomic_torch_save(unwrapped.trained.state_dict(), output_dir / "best.pt")
+        for callback in callbacks:
+            callback(state["step"], unwrapped, tokenizer)
+        if accelerator.is_main_process:
+            trainable_names = {n for n, p in unwrapped.named_parameters() if p.requires_grad}
+            _atomic_torch_save({
+                "model": {k: v for k, v in unwrapped.state_dict().items() if k in trainable_names},
+                "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                "state": state, "config": asdict(config),
+            }, checkpoint_path)
+
+    model.train()
+    running_loss = float("nan")
+    progress = tqdm(total=total_steps, initial=state["step"], desc=f"{config.loss} ({backbone})", unit="step",
+                    disable=not show_progress or not accelerator.is_main_process)
+    started = time.time() - state["seconds"]
+    if state["step"] == 0 and state["best_step"] < 0:
+        evaluate_and_checkpoint()  # the untrained model is a candidate too (step 0)
+    while state["step"] < total_steps:
+        epoch, position = divmod(state["step"], steps_per_epoch)
+        batch_ids = _epoch_batches(len(sentences), config.batch_size, config.seed, epoch)[position]
+        batch_ids = batch_ids[accelerator.process_index::accelerator.num_processes] or batch_ids
+        torch.manual_seed(config.seed * 1_000_003 + state["step"])  # dropout and view sampling of this step
+        encoded = tokenizer([sentences[i] for i in batch_ids], padding=True, truncation=True,
+                            max_length=config.max_length, return_tensors="pt").to(accelerator.device)
+        c, h = model(encoded["input_ids"], encoded["attention_mask"])
+        if config.loss != "opt3":
+            sampled = torch.randint(h.shape[1], (h.shape[0],), device=h.device)
+            h = h[torch.arange(h.shape[0], device=h.device), sampled]
+        contrastive = loss_fn(c, h, config.temperature)
+        loss = contrastive + weight_distance_regularizer(unwrapped.trained, unwrapped.frozen, config.reg_weight)
+        if not torch.isfinite(loss):
+            raise TrainingDivergedError(
+                f"Loss became {loss.item()} at step {state['step']} (contrastive part {contrastive.item()}). "
+                f"Fix: lower the learning rate or raise the temperature; the last good state is in {checkpoint_path}."
+            )
+        accelerator.backward(loss)
+        accelerator.clip_grad_norm_(trainable, config.max_grad_norm)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        state["step"] += 1
+        running_loss = loss.item() if math.isnan(running_loss) else 0.9 * running_loss + 0.1 * loss.item()
+        progress.update(1)
+        progress.set_postfix(loss=f"{running_loss:.3f}", best_dev=f"{state['best_dev']:.2f}")
+        state["seconds"] = time.time() - started
+        if state["step"] % config.eval_every == 0 or state["step"] == total_steps:
+            evaluate_and_checkpoint()
+    progress.close()
+
+    # The selected model, not the last one in memory.
+    unwrapped.trained.load_state_dict(torch.load(output_dir / "best.pt", map_location="cpu"))
+    if accelerator.is_main_process:
+        save_sentence_transformer(unwrapped.trained, tokenizer, output_dir / "model")
+        summary = {"backbone": backbone, "config": asdict(config), "sentences": len(sentences), **state}
+        (output_dir / "train.json").write_text(json.dumps(summary, indent=2) + "\n")
+    accelerator.wait_for_everyone()
+    return TrainResult(output_dir, state["best_step"], state["best_dev"], state["step"], state["seconds"],
+                       state["history"])
+
+
+def save_sentence_transformer(encoder, tokenizer, path: Path) -> None:
+    """Save BERT_T with [CLS] pooling so that ``SentenceTransformer(path)`` reproduces our sentence vectors."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+
+    staging = path.with_name(path.name + ".hf")
+    encoder.save_pretrained(staging)
+    tokenizer.save_pretrained(staging)
+    transformer = Transformer(str(staging))
+    pooling = Pooling(encoder.config.hidden_size, pooling_mode="cls")
+    tmp = path.with_name(path.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    SentenceTransformer(modules=[transformer, pooling], device="cpu").save(str(tmp))
+    shutil.rmtree(path, ignore_errors=True)
+    os.replace(tmp, path)
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def main(argv=None) -> int:
+    """Command line: ``[accelerate launch] python -m bertsent.training.self_guided --backbone NAME --output DIR``."""
+    import dataclasses
+
+    from ..data.sts import load_stsb
+    from .sentences import TRAINING_SETS, training_sentences
+
+    parser = argparse.ArgumentParser(description="Train SG / SG-OPT (Kim, Yoo and Lee 2021).")
+    parser.add_argument("--backbone", required=True, help="registered name, local directory or hub id")
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--train-data", default="stsb_all", choices=list(TRAINING_SETS))
+    parser.add_argument("--dev-pairs", type=int, default=None, help="use only the first dev pairs (smoke runs)")
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--no-resume", action="store_true")
+    for f in dataclasses.fields(SelfGuidedConfig):
+        kind = {"bool": lambda v: v.lower() in ("1", "true", "yes"), "int | None": int}.get(str(f.type), None)
+        kind = kind or (float if "float" in str(f.type) else int if "int" in str(f.type) else str)
+        parser.add_argument(f"--{f.name.replace('_', '-')}", type=kind, nargs=2 if f.name == "betas" else None,
+                            default=f.default)
+    args = parser.parse_args(argv)
+    config = SelfGuidedConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(SelfGuidedConfig)})
+    dev = load_stsb("dev", args.data_dir)
+    if args.dev_pairs:
+        dev = dev.head(args.dev_pairs)
+    result = train_self_guided(args.backbone, training_sentences(args.train_data, args.data_dir), dev, args.output,
+                               config, resume=not args.no_resume)
+    print(f"best STS-B dev {result.best_dev:.2f} at step {result.best_step} of {result.steps}; model in {result.output_dir / 'model'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
