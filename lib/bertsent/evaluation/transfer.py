@@ -1,0 +1,52 @@
+"""SentEval-style transfer evaluation: logistic regression on frozen sentence embeddings (scikit-learn).
+
+- Tasks without a given split (MR, CR, SUBJ, MPQA): 10-fold stratified cross-validation; the
+  regularisation strength C is chosen inside each training fold by 5-fold cross-validation.
+- Tasks with splits: C is chosen on the dev split when there is one (SST-2), otherwise by 5-fold
+  cross-validation on train (TREC, MRPC); the chosen model is scored once on test.
+- Sentence pairs (MRPC) are represented as SentEval does: [|u - v|, u * v].
+
+C is searched over 2^-2 ... 2^3, SentEval's grid for its logistic-regression classifier.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
+from sklearn.model_selection import StratifiedKFold
+
+from ..data.transfer import ClassificationTask
+
+C_GRID = [2.0 ** t for t in range(-2, 4)]
+
+
+def features(task: ClassificationTask, split: str, embed: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+    inputs = task.splits[split].inputs
+    if inputs and isinstance(inputs[0], tuple):
+        u = embed([a for a, _ in inputs])
+        v = embed([b for _, b in inputs])
+        return np.hstack([np.abs(u - v), u * v])
+    return embed(inputs)
+
+
+def _select_and_fit(x, y, seed, x_dev=None, y_dev=None):
+    if x_dev is None:
+        model = LogisticRegressionCV(Cs=C_GRID, cv=5, max_iter=2000, random_state=seed, scoring="accuracy",
+                                     l1_ratios=(0,), use_legacy_attributes=False)
+        return model.fit(x, y)
+    best = max(C_GRID, key=lambda c: LogisticRegression(C=c, max_iter=2000, random_state=seed).fit(x, y).score(x_dev, y_dev))
+    return LogisticRegression(C=best, max_iter=2000, random_state=seed).fit(x, y)
+
+
+def evaluate_transfer(task: ClassificationTask, embed: Callable[[list[str]], np.ndarray], seed: int = 1111) -> float:
+    """Test accuracy x 100 (mean over the 10 folds for cross-validated tasks)."""
+    if task.cross_validated:
+        x, y = features(task, "all", embed), task.splits["all"].labels
+        folds = StratifiedKFold(n_splits=10, shuffle=True, random_state=seed)
+        return float(np.mean([_select_and_fit(x[train], y[train], seed).score(x[test], y[test])
+                              for train, test in folds.split(x, y)]) * 100)
+    x, y = features(task, "train", embed), task.splits["train"].labels
+    dev = (features(task, "dev", embed), task.splits["dev"].labels) if "dev" in task.splits else (None, None)
+    model = _select_and_fit(x, y, seed, *dev)
+    return float(model.score(features(task, "test", embed), task.splits["test"].labels) * 100)

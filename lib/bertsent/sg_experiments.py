@@ -1,0 +1,66 @@
+"""SG / SG-OPT experiments: train (or reuse) a run, then score it like every other row of the book.
+
+A run is identified by its backbone, training sentences and full configuration (seed included); its
+files live in ``.cache/runs/<id>/`` (checkpoints and the trained model are large and stay out of git;
+the scores go to ``results/``). Asking again for a finished run reuses it; an interrupted one resumes.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .backbones import load_backbone
+from .data.sts import STSDataset, load_stsb
+from .encoder import Encoder
+from .evaluation.sts import AGGREGATIONS, cosine_rows, evaluate_sts
+from .paths import CACHE_DIR
+from .training.self_guided import SelfGuidedConfig, train_self_guided
+from .training.sentences import training_sentences
+from .whitening import Whitening
+
+METHOD_LOSSES = {"sg": "base", "sg_opt": "opt3"}
+
+
+def run_id(backbone: str, train_data: str, config: SelfGuidedConfig) -> str:
+    key = json.dumps({"backbone": backbone, "train_data": train_data, **asdict(config)}, sort_keys=True)
+    return f"{backbone.replace('/', '_')}-{config.loss}-{train_data}-s{config.seed}-{hashlib.sha256(key.encode()).hexdigest()[:10]}"
+
+
+def train_or_reuse(backbone: str, train_data: str, config: SelfGuidedConfig, data_dir=None,
+                   dev: STSDataset | None = None, root: Path | None = None) -> Path:
+    """The directory of a finished run (trained now, resumed, or reused); its model is in ``<dir>/model``."""
+    directory = Path(root or CACHE_DIR / "runs") / run_id(backbone, train_data, config)
+    if (directory / "train.json").is_file() and (directory / "model").is_dir():
+        return directory
+    dev = dev if dev is not None else load_stsb("dev", data_dir)
+    train_self_guided(backbone, training_sentences(train_data, data_dir), dev, directory, config)
+    return directory
+
+
+def score_encoder(encoder: Encoder, datasets: dict[str, STSDataset], pooling: str = "cls", layer: int = -1,
+                  transform=None) -> pd.DataFrame:
+    """Spearman x 100 of one readout (pooling, layer, optional vector transform) on every dataset and aggregation."""
+    rows = []
+    for name, dataset in datasets.items():
+        pooled = encoder.encode(dataset.sentences(), [pooling])
+        index = layer % pooled.n_layers
+
+        def vectors(sentences):
+            v = pooled.lookup(sentences, pooling, index)
+            return transform(v) if transform is not None else v
+
+        scores = evaluate_sts(dataset, lambda a, b: cosine_rows(vectors(a), vectors(b)))
+        rows += [(name, aggregation, scores[aggregation]) for aggregation in AGGREGATIONS]
+    return pd.DataFrame(rows, columns=["dataset", "aggregation", "spearman"])
+
+
+def whitening_scores(encoder: Encoder, datasets: dict[str, STSDataset], fit_sentences: list[str]) -> pd.DataFrame:
+    """Last-layer mean vectors whitened with statistics fitted on ``fit_sentences`` (no labels)."""
+    fitted = encoder.encode(fit_sentences, ["mean"])
+    whitening = Whitening.fit(fitted.vectors["mean"][-1])
+    return score_encoder(encoder, datasets, "mean", -1, whitening.transform)
