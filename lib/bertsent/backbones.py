@@ -153,7 +153,12 @@ class TransformerBackbone:
         self.name = name
         self.source = str(source)
         self.tokenizer = AutoTokenizer.from_pretrained(self.source)
-        self.model = AutoModel.from_pretrained(self.source).to(device).eval()
+        verbosity = transformers_logging.get_verbosity()
+        transformers_logging.set_verbosity_error()  # hidden states never use the pooler: its absence is not news
+        try:
+            self.model = AutoModel.from_pretrained(self.source).to(device).eval()
+        finally:
+            transformers_logging.set_verbosity(verbosity)
         self.device = torch.device(device)
 
     @classmethod

@@ -32,13 +32,14 @@ def run_id(backbone: str, train_data: str, config: SelfGuidedConfig) -> str:
 
 
 def train_or_reuse(backbone: str, train_data: str, config: SelfGuidedConfig, data_dir=None,
-                   dev: STSDataset | None = None, root: Path | None = None) -> Path:
+                   dev: STSDataset | None = None, root: Path | None = None, show_progress: bool = True) -> Path:
     """The directory of a finished run (trained now, resumed, or reused); its model is in ``<dir>/model``."""
     directory = Path(root or CACHE_DIR / "runs") / run_id(backbone, train_data, config)
     if (directory / "train.json").is_file() and (directory / "model").is_dir():
         return directory
     dev = dev if dev is not None else load_stsb("dev", data_dir)
-    train_self_guided(backbone, training_sentences(train_data, data_dir), dev, directory, config)
+    train_self_guided(backbone, training_sentences(train_data, data_dir), dev, directory, config,
+                      show_progress=show_progress)
     return directory
 
 
