@@ -33,3 +33,14 @@ def test_baselines_csv_is_complete():
     for key, group in table.groupby(["backbone", "method"]):
         assert set(zip(group.dataset, group.aggregation)) == set(itertools.product(STS_DATASETS, ("all", "wmean"))), key
     assert table.spearman.notna().all()
+
+
+def test_sts_main_csv_has_one_row_per_seed_dataset_and_aggregation():
+    table = pd.read_csv(RESULTS_DIR / "sts_main.csv", dtype={"seed": str})
+    assert list(table.columns) == ["backbone", "method", "train_data", "seed", "dataset", "aggregation", "spearman"]
+    for key, group in table.groupby(["backbone", "method", "train_data", "seed"]):
+        assert set(zip(group.dataset, group.aggregation)) == set(itertools.product(STS_DATASETS, ("all", "wmean"))), key
+        assert len(group) == 14, key
+    trained = table[table.method.isin(["sg", "sg_opt"])]
+    assert len(trained) > 0 and trained.seed.str.isdigit().all()
+    assert table.spearman.notna().all()

@@ -86,9 +86,10 @@ def test_resume_after_interruption_matches_an_uninterrupted_run(tiny_bert, tmp_p
 
     with pytest.raises(KeyboardInterrupt):
         train_self_guided(tiny_bert, SENTENCES, DEV, tmp_path / "resumed", config, show_progress=False,
-                          callbacks=[interrupt])
+                          callbacks=[interrupt], checkpoint_every=2)
     assert torch.load(tmp_path / "resumed" / "checkpoint.pt", weights_only=False)["state"]["step"] == 2
-    train_self_guided(tiny_bert, SENTENCES, DEV, tmp_path / "resumed", config, show_progress=False)
+    train_self_guided(tiny_bert, SENTENCES, DEV, tmp_path / "resumed", config, show_progress=False,
+                      checkpoint_every=2)
     straight = torch.load(tmp_path / "straight" / "checkpoint.pt", weights_only=False)
     resumed = torch.load(tmp_path / "resumed" / "checkpoint.pt", weights_only=False)
     assert resumed["state"]["step"] == straight["state"]["step"] == 6

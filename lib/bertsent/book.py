@@ -154,8 +154,8 @@ def run_notebook(name: str, profile: str = "quick", overrides: dict | None = Non
     import papermill
 
     config = load_config()
-    entry = config["notebooks"][name] if name in config["notebooks"] else None
-    parameters = resolve_parameters(name, profile, overrides, config)
+    parameters = resolve_parameters(name, profile, overrides, config)  # rejects unknown names first
+    entry = config["notebooks"][name]
     source = REPO_ROOT / entry["source"]
     canonical = output is None and results_dir is None
     output = Path(output) if output else REPO_ROOT / entry["output"]
@@ -172,7 +172,7 @@ def run_notebook(name: str, profile: str = "quick", overrides: dict | None = Non
     log(f"{name}: running {entry['source']} with profile {profile} -> {output.relative_to(REPO_ROOT) if output.is_relative_to(REPO_ROOT) else output}")
     output.parent.mkdir(parents=True, exist_ok=True)
     started = time.time()
-    tmp_output = output.with_suffix(".running.ipynb")
+    tmp_output = output.with_suffix(".running.ipynb")  # kept for inspection if a cell fails
     papermill.execute_notebook(str(source), str(tmp_output), parameters=parameters, cwd=str(REPO_ROOT),
                                kernel_name="python3", progress_bar=False)
     os.replace(tmp_output, output)

@@ -103,12 +103,14 @@ def _atomic_torch_save(obj, path: Path) -> None:
 
 def train_self_guided(backbone: str, sentences: list[str], dev: STSDataset, output_dir: str | Path,
                       config: SelfGuidedConfig | None = None, resume: bool = True, show_progress: bool = True,
-                      callbacks=()) -> TrainResult:
+                      callbacks=(), checkpoint_every: int = 200) -> TrainResult:
     """Train SG / SG-OPT on ``sentences`` (no labels), select on ``dev``, save to ``output_dir``.
 
     ``output_dir`` receives ``checkpoint.pt`` (for resumption), ``best.pt`` (BERT_T's best weights),
     ``model/`` (the selected model in sentence-transformers format: [CLS] pooling) and ``train.json``.
     ``callbacks``: functions called as ``callback(step, model, tokenizer)`` at every evaluation.
+    ``checkpoint_every``: steps between resumable checkpoints (taken at evaluations; the optimizer state
+    makes one several times the model's size, so not at every evaluation).
     """
     from accelerate import Accelerator
     from transformers import AutoTokenizer, get_linear_schedule_with_warmup
@@ -158,7 +160,7 @@ def train_self_guided(backbone: str, sentences: list[str], dev: STSDataset, outp
                 _atomic_torch_save(unwrapped.trained.state_dict(), output_dir / "best.pt")
         for callback in callbacks:
             callback(state["step"], unwrapped, tokenizer)
-        if accelerator.is_main_process:
+        if accelerator.is_main_process and (state["step"] % checkpoint_every == 0 or state["step"] >= total_steps):
             trainable_names = {n for n, p in unwrapped.named_parameters() if p.requires_grad}
             _atomic_torch_save({
                 "model": {k: v for k, v in unwrapped.state_dict().items() if k in trainable_names},
