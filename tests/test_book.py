@@ -12,8 +12,10 @@ from bertsent.paths import REPO_ROOT
 
 @pytest.mark.parametrize("name", list(load_config()["notebooks"]))
 def test_smoke_run(name, tmp_path):
-    executed = run_notebook(name, "smoke", output=tmp_path / f"{name}.ipynb", results_dir=tmp_path / "results",
-                            log=lambda *_: None)
+    source = REPO_ROOT / load_config()["notebooks"][name]["source"]
+    overrides = {"runs_dir": str(tmp_path / "runs")} if "runs_dir" in book.notebook_parameters(source) else {}
+    executed = run_notebook(name, "smoke", overrides, output=tmp_path / f"{name}.ipynb",
+                            results_dir=tmp_path / "results", log=lambda *_: None)
     notebook = nbformat.read(executed, as_version=4)
     errors = [o for c in notebook.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors

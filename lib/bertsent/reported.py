@@ -30,3 +30,17 @@ def sg_opt_sts_table() -> pd.DataFrame:
     """The paper's STS table (Spearman x 100): index (backbone, method), one column per dataset plus ``avg``."""
     index = pd.MultiIndex.from_tuples(list(_STS_ROWS), names=["backbone", "method"])
     return pd.DataFrame(list(_STS_ROWS.values()), index=index, columns=_STS_COLUMNS)
+
+
+_TRANSFER_COLUMNS = ["mr", "cr", "subj", "mpqa", "sst2", "trec", "mrpc", "avg"]
+_TRANSFER_ROWS = {
+    "mean": [81.46, 86.71, 95.37, 87.90, 85.83, 90.30, 73.36, 85.85],
+    "wk_pooling": [80.64, 85.53, 95.27, 88.63, 85.03, 94.03, 71.71, 85.83],
+    "sg_opt": [82.47, 87.42, 95.40, 88.92, 86.20, 91.60, 74.21, 86.60],
+}
+
+
+def sg_opt_transfer_table() -> pd.DataFrame:
+    """The paper's SentEval transfer table (accuracy), BERT-base: index method, one column per task plus ``avg``."""
+    return pd.DataFrame(list(_TRANSFER_ROWS.values()), index=pd.Index(list(_TRANSFER_ROWS), name="method"),
+                        columns=_TRANSFER_COLUMNS)

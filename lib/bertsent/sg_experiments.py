@@ -65,3 +65,31 @@ def whitening_scores(encoder: Encoder, datasets: dict[str, STSDataset], fit_sent
     fitted = encoder.encode(fit_sentences, ["mean"])
     whitening = Whitening.fit(fitted.vectors["mean"][-1])
     return score_encoder(encoder, datasets, "mean", -1, whitening.transform)
+
+
+# Below this many Spearman points a one-seed difference is not read as evidence either way.
+INCONCLUSIVE_BELOW = 0.5
+
+
+def verdict(ours: float, paper: float, tolerance: float = INCONCLUSIVE_BELOW) -> str:
+    """Does our difference between two rows support the paper's difference between the same rows?
+
+    "reproduced": same sign and at least ``tolerance`` points; "not reproduced": the opposite sign by at least
+    ``tolerance``; "inconclusive": smaller than ``tolerance``, or the paper reports no difference.
+    """
+    if abs(ours) < tolerance or paper == 0:
+        return "inconclusive"
+    return "reproduced" if (ours > 0) == (paper > 0) else "not reproduced"
+
+
+def claim_checks(ours: pd.Series, paper: pd.Series, claims: list[tuple[str, str]]) -> pd.DataFrame:
+    """For each claim "row A beats row B", our and the paper's difference A - B and the :func:`verdict`.
+
+    ``ours`` and ``paper``: STS averages indexed by method name (ours for one backbone and training set).
+    """
+    rows = []
+    for better, worse in claims:
+        if better in ours and worse in ours:
+            delta, reported_delta = ours[better] - ours[worse], paper[better] - paper[worse]
+            rows.append((f"{better} > {worse}", round(reported_delta, 2), round(delta, 2), verdict(delta, reported_delta)))
+    return pd.DataFrame(rows, columns=["claim", "paper (BERT-base)", "ours", "verdict"])

@@ -91,3 +91,15 @@ def load_snli(split: str = "dev", data_dir=None) -> Examples:
     labels = read_lines(f"downstream/SNLI/labels.{split}", data_dir)
     inputs = [(p.strip(), h.strip()) for p, h in zip(premises, hypotheses)]
     return Examples(inputs, np.array([SNLI_CLASSES.index(y.strip()) for y in labels]))
+
+
+def subsample(task: ClassificationTask, max_examples: int | None, seed: int = 0) -> ClassificationTask:
+    """A smaller copy with at most ``max_examples`` per split, both classes kept (smoke runs); ``None``: unchanged."""
+    if not max_examples:
+        return task
+    rng = np.random.default_rng(seed)
+    splits = {}
+    for name, examples in task.splits.items():
+        keep = np.sort(rng.permutation(len(examples))[:max_examples]) if len(examples) > max_examples else np.arange(len(examples))
+        splits[name] = Examples([examples.inputs[i] for i in keep], examples.labels[keep])
+    return ClassificationTask(task.name, splits, task.n_classes)

@@ -25,6 +25,7 @@ def load_encoder(source) -> nn.Module:
     from transformers import AutoModel
     from transformers.utils import logging as transformers_logging
 
+    transformers_logging.disable_progress_bar()  # local files load in a second; the bar is noise
     verbosity = transformers_logging.get_verbosity()
     transformers_logging.set_verbosity_error()  # the checkpoint's pooler weights are dropped on purpose
     try:

@@ -223,10 +223,17 @@ def save_sentence_transformer(encoder, tokenizer, path: Path) -> None:
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
+    from transformers.utils import logging as transformers_logging
+
     staging = path.with_name(path.name + ".hf")
     encoder.save_pretrained(staging)
     tokenizer.save_pretrained(staging)
-    transformer = Transformer(str(staging))
+    verbosity = transformers_logging.get_verbosity()
+    transformers_logging.set_verbosity_error()  # BERT_T has no pooler on purpose; its absence is not news
+    try:
+        transformer = Transformer(str(staging))
+    finally:
+        transformers_logging.set_verbosity(verbosity)
     pooling = Pooling(encoder.config.hidden_size, pooling_mode="cls")
     tmp = path.with_name(path.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
