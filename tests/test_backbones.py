@@ -1,9 +1,9 @@
-import hashlib
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from bertsent.backbones import MPNET_ZIP_SHA256, UnknownBackboneError, known_backbones, load_backbone, register_backbone
+from bertsent.backbones import UnknownBackboneError, known_backbones, load_backbone, register_backbone
 
 
 def test_minilm_loads_offline(minilm):
@@ -14,8 +14,17 @@ def test_minilm_loads_offline(minilm):
 def test_mpnet_parts_are_joined_and_verified():
     backbone = load_backbone("all-mpnet-base-v2")
     assert backbone.n_layers == 13 and backbone.dim == 768
-    assert not list((backbone.source and __import__("pathlib").Path(backbone.source)).rglob("desktop.ini"))
-    assert len(MPNET_ZIP_SHA256) == 64
+    assert not list(Path(backbone.source).rglob("desktop.ini"))  # archive junk removed
+
+
+def test_mpnet_join_refuses_a_wrong_checksum(monkeypatch, tmp_path):
+    from bertsent import backbones
+
+    monkeypatch.setattr(backbones, "CACHE_DIR", tmp_path)
+    monkeypatch.setattr(backbones, "MPNET_ZIP_SHA256", "0" * 64)
+    with pytest.raises(backbones.BackboneNotInstalledError, match="--force-reinstall"):
+        backbones.backbone_path("all-mpnet-base-v2")
+    assert not (tmp_path / "backbones" / "all-mpnet-base-v2").exists()  # nothing half-joined left behind
 
 
 def test_glove_is_a_one_layer_backbone():
