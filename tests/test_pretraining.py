@@ -1,0 +1,165 @@
+"""Pre-training BERT: corpus reading, sentence pairs, masking, the model's heads, the resumable trainer."""
+import lzma
+
+import numpy as np
+import pytest
+import torch
+
+from bertsent.pretraining.corpus import (
+    CorpusChecksumError, CorpusNotFoundError, corpus_file, corpus_root, held_out_documents, iter_documents,
+    split_sentences,
+)
+from bertsent.pretraining.instances import Instances, TokenizedShard, create_instances, tokenize_documents
+from bertsent.pretraining.masking import IGNORE_INDEX, mask_tokens, pair_batch
+from bertsent.pretraining.model import BertForMaskedPretraining, bert_config
+from bertsent.pretraining.trainer import PretrainingConfig, pretrain
+
+
+def synthetic_shard(n_documents=40, seed=0):
+    """Documents whose tokens name their document and position: id = 1000 * (doc + 1) + position."""
+    rng = np.random.default_rng(seed)
+    tokens, sentence_lengths, sizes = [], [], []
+    for doc in range(n_documents):
+        lengths = rng.integers(3, 30, size=int(rng.integers(2, 25)))
+        position = 0
+        for length in lengths:
+            tokens.extend(1000 * (doc + 1) + position + np.arange(length))
+            position += length
+            sentence_lengths.append(length)
+        sizes.append(len(lengths))
+    return TokenizedShard(np.array(tokens, dtype=np.int64), np.concatenate([[0], np.cumsum(sentence_lengths)]),
+                          np.concatenate([[0], np.cumsum(sizes)]), np.arange(n_documents))
+
+
+def test_corpus_documents_are_separated_by_blank_lines(tmp_path):
+    path = tmp_path / "tiny.txt.xz"
+    with lzma.open(path, "wt", encoding="utf-8") as handle:
+        handle.write("First doc, para one.\nPara two.\n\nSecond doc.\n\n\nThird doc.\n")
+    assert list(iter_documents(path)) == [["First doc, para one.", "Para two."], ["Second doc."], ["Third doc."]]
+
+
+def test_sentence_split():
+    assert split_sentences('He said "Go." Then he left. Why? 3 cats came.') == [
+        'He said "Go."', "Then he left.", "Why?", "3 cats came."]
+    assert split_sentences("no end mark here") == ["no end mark here"]
+
+
+def test_held_out_documents_are_one_percent_and_at_least_two():
+    flags = held_out_documents(np.arange(10_000))
+    assert flags.sum() == 100
+    few = held_out_documents(np.array([57, 3, 99, 12, 45, 78, 31]))
+    assert few.sum() == 2 and few[1] and few[3]
+
+
+def test_missing_or_damaged_corpus_gives_a_clear_error(tmp_path, monkeypatch):
+    with pytest.raises(CorpusNotFoundError, match="BERTSENT_CORPUS"):
+        corpus_root(tmp_path)
+    (tmp_path / "enwiki-2018.txt.xz").write_bytes(b"not the corpus")
+    with pytest.raises(CorpusChecksumError, match="sha256"):
+        corpus_file("enwiki-2018.txt.xz", tmp_path)
+    with pytest.raises(ValueError, match="Unknown corpus file"):
+        corpus_file("books.txt", tmp_path)
+
+
+def test_next_sentence_pairs_are_balanced_and_respect_documents():
+    shard = synthetic_shard(200)
+    made = create_instances(shard, np.arange(200), max_length=64, seed=3)
+    assert len(made) > 500
+    assert abs(made.is_next.mean() - 0.5) < 0.05
+    for i in range(len(made)):
+        a, b, is_next = made.pair(i)
+        assert 0 < len(a) and 0 < len(b) and len(a) + len(b) <= 64 - 3
+        doc_a, doc_b = set(a // 1000), set(b // 1000)
+        assert len(doc_a) == 1 and len(doc_b) == 1  # a segment never crosses a document boundary
+        assert np.all(np.diff(a) == 1) and np.all(np.diff(b) == 1)  # contiguous text (truncation trims ends only)
+        if is_next:
+            assert doc_a == doc_b and b[0] > a[-1]  # the continuation comes after A in the same document
+        else:
+            assert doc_a != doc_b
+
+
+def test_tokenized_shard_keeps_sentence_and_document_boundaries(minilm):
+    documents = [["One sentence. Two sentences here."], ["Another document.", "With two paragraphs!"]]
+    shard = tokenize_documents(documents, minilm.tokenizer)
+    assert shard.n_documents == 2
+    assert [minilm.tokenizer.decode(s) for s in shard.document(0)] == ["one sentence.", "two sentences here."]
+    assert [minilm.tokenizer.decode(s) for s in shard.document(1)] == ["another document.", "with two paragraphs!"]
+
+
+def test_masking_statistics_follow_bert():
+    generator = torch.Generator().manual_seed(0)
+    input_ids = torch.randint(999, 30522, (4000, 128), generator=generator)
+    candidates = torch.ones_like(input_ids, dtype=torch.bool)
+    candidates[:, 0] = candidates[:, -1] = False  # [CLS] and [SEP]
+    candidates[::2, 100:] = False  # padding in half of the rows
+    corrupted, labels = mask_tokens(input_ids, candidates, 103, (999, 30522), generator)
+    chosen = labels != IGNORE_INDEX
+    assert not (chosen & ~candidates).any()
+    assert torch.equal(chosen.sum(1), torch.round(candidates.sum(1) * 0.15).long())
+    assert torch.equal(labels[chosen], input_ids[chosen])
+    assert torch.equal(corrupted[~chosen], input_ids[~chosen])
+    n = chosen.sum().item()
+    as_mask = (corrupted[chosen] == 103).sum().item() / n
+    unchanged = (corrupted[chosen] == input_ids[chosen]).sum().item() / n
+    replaced = 1 - as_mask - unchanged
+    assert as_mask == pytest.approx(0.8, abs=0.01)
+    assert replaced == pytest.approx(0.1, abs=0.01)  # a random draw equal to the original counts as unchanged
+    assert unchanged == pytest.approx(0.1, abs=0.01)
+
+
+def test_pair_batch_layout():
+    batch = pair_batch([(np.array([5, 6]), np.array([7])), (np.array([8]), np.array([9, 10, 11]))], 101, 102)
+    assert batch["input_ids"].tolist() == [[101, 5, 6, 102, 7, 102, 0], [101, 8, 102, 9, 10, 11, 102]]
+    assert batch["token_type_ids"].tolist() == [[0, 0, 0, 0, 1, 1, 0], [0, 0, 0, 1, 1, 1, 1]]
+    assert batch["attention_mask"].tolist() == [[1, 1, 1, 1, 1, 1, 0], [1] * 7]
+    assert batch["candidates"].tolist() == [[False, True, True, False, True, False, False],
+                                            [False, True, False, True, True, True, False]]
+
+
+def test_mlm_head_at_masked_positions_equals_the_full_head():
+    torch.manual_seed(0)
+    model = BertForMaskedPretraining(bert_config("tiny", vocab_size=200)).eval()
+    input_ids = torch.randint(5, 200, (3, 12))
+    labels = torch.full_like(input_ids, IGNORE_INDEX)
+    labels[:, [2, 5, 7]] = input_ids[:, [2, 5, 7]]
+    nsp = torch.tensor([0, 1, 0])
+    ours = model(input_ids, labels=labels, next_sentence_label=nsp)
+    full = super(BertForMaskedPretraining, model).forward(input_ids=input_ids, labels=labels,
+                                                           next_sentence_label=nsp)
+    assert ours["loss"].item() == pytest.approx(full.loss.item(), rel=1e-5)
+
+
+def test_unknown_configuration_values_are_refused():
+    with pytest.raises(ValueError, match="objective"):
+        PretrainingConfig(objective="ltr")
+    with pytest.raises(ValueError, match="size"):
+        bert_config("huge")
+
+
+SMOKE = dict(size="tiny", batch_size=8, max_length=64, eval_every=4, eval_instances=64, mixed_precision="no",
+             corpus_files=("enwiki-2018.txt.xz",), learning_rate=1e-3)
+
+
+def test_smoke_pretraining_lowers_the_heldout_loss(tmp_path):
+    result = pretrain(tmp_path / "run", PretrainingConfig(max_steps=40, **SMOKE), show_progress=False)
+    first, last = result.history[0], result.history[-1]
+    assert last["step"] == 40 and last["tokens"] > 0
+    assert last["heldout_mlm_loss"] < first["heldout_mlm_loss"] - 1.0
+    from transformers import AutoModel
+    model = AutoModel.from_pretrained(tmp_path / "run" / "model")
+    assert model.config.num_hidden_layers == 2
+
+
+def test_resume_after_interruption_matches_an_uninterrupted_run(tmp_path):
+    config = PretrainingConfig(max_steps=8, **SMOKE)
+    pretrain(tmp_path / "whole", config, show_progress=False)
+    pretrain(tmp_path / "split", config, show_progress=False, stop_after=3)
+    assert not (tmp_path / "split" / "model").exists()
+    pretrain(tmp_path / "split", config, show_progress=False)
+    whole = torch.load(tmp_path / "whole" / "checkpoint.pt", weights_only=False)
+    split = torch.load(tmp_path / "split" / "checkpoint.pt", weights_only=False)
+    assert whole["state"]["step"] == split["state"]["step"] == 8
+    for name, tensor in whole["model"].items():
+        assert torch.equal(tensor, split["model"][name]), name
+    with pytest.raises(ValueError, match="different configuration"):
+        pretrain(tmp_path / "split", PretrainingConfig(max_steps=9, **SMOKE), show_progress=False)
