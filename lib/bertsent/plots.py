@@ -38,3 +38,96 @@ def layer_pooling_figure(grids: dict[str, pd.DataFrame], backbone: str):
         layer_pooling_heatmap(grid, f"{backbone}: {title}", ax=ax, vmin=vmin, vmax=vmax)
     fig.tight_layout()
     return fig
+
+
+METHOD_LABELS = {"cls": "[CLS]", "mean": "mean", "whitening": "whitening", "sg": "SG", "sg_opt": "SG-OPT",
+                 "glove_mean": "GloVe mean"}
+
+
+def anisotropy_curves(table: pd.DataFrame):
+    """Anisotropy against layer, one panel per backbone, one line per pooling.
+
+    ``table``: columns backbone, pooling, layer, anisotropy.
+    """
+    backbones = list(dict.fromkeys(table["backbone"]))
+    fig, axes = plt.subplots(1, len(backbones), figsize=(4.6 * len(backbones), 3.6), squeeze=False, sharey=True)
+    for ax, backbone in zip(axes[0], backbones):
+        rows = table[table["backbone"] == backbone]
+        for pooling, line in rows.groupby("pooling", sort=False):
+            ax.plot(line["layer"], line["anisotropy"], marker="o", ms=3, label=POOLING_LABELS.get(pooling, pooling))
+        ax.set_title(backbone)
+        ax.set_xlabel("layer (0 = embeddings)")
+        ax.axhline(0, color="0.7", lw=0.8)
+    axes[0][0].set_ylabel("mean cosine of random pairs")
+    axes[0][-1].legend(title="pooling", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def alignment_uniformity_map(methods: pd.DataFrame, trajectory: pd.DataFrame | None = None,
+                             trajectory_label: str = "SG-OPT during training"):
+    """Wang and Isola's map: uniformity (x) against alignment (y), both lower-is-better, points coloured
+    by STS average; an optional training trajectory drawn as a line from step 0 to the end.
+
+    ``methods``: columns backbone, method, alignment, uniformity, sts_avg;
+    ``trajectory``: columns step, alignment, uniformity.
+    """
+    fig, ax = plt.subplots(figsize=(7.2, 5.2))
+    markers = dict(zip(dict.fromkeys(methods["backbone"]), "osD^vP*X"))
+    norm = plt.Normalize(methods["sts_avg"].min(), methods["sts_avg"].max())
+    for _, row in methods.iterrows():
+        ax.scatter(row["uniformity"], row["alignment"], c=[row["sts_avg"]], cmap="viridis", norm=norm, s=70,
+                   marker=markers[row["backbone"]], edgecolors="black", linewidths=0.5, zorder=3)
+        ax.annotate(METHOD_LABELS.get(row["method"], row["method"]), (row["uniformity"], row["alignment"]),
+                    textcoords="offset points", xytext=(5, 4), fontsize=8)
+    if trajectory is not None and len(trajectory):
+        ax.plot(trajectory["uniformity"], trajectory["alignment"], color="tab:red", lw=1, marker=".", ms=4,
+                zorder=2, label=trajectory_label)
+        first, last = trajectory.iloc[0], trajectory.iloc[-1]
+        ax.annotate(f"step {int(first['step'])}", (first["uniformity"], first["alignment"]), fontsize=7,
+                    color="tab:red", xytext=(-10, -12), textcoords="offset points")
+        ax.annotate(f"step {int(last['step'])}", (last["uniformity"], last["alignment"]), fontsize=7,
+                    color="tab:red", xytext=(-10, 6), textcoords="offset points")
+    for backbone, marker in markers.items():
+        ax.scatter([], [], marker=marker, color="0.5", label=backbone)
+    fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap="viridis"), ax=ax, label="STS average (Spearman x 100)")
+    ax.set_xlabel("uniformity (log E exp(-2||x-y||²), lower = more uniform)")
+    ax.set_ylabel("alignment (E||x-y||² over gold >= 4 pairs, lower = closer)")
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    return fig
+
+
+def cosine_band_histograms(bands: pd.DataFrame, readouts: list[tuple[str, str]]):
+    """Densities of pair cosine by gold-score band, one panel per (backbone, method) readout.
+
+    ``bands``: columns backbone, method, cosine, band (as from ``cosine_by_gold_band``).
+    """
+    fig, axes = plt.subplots(1, len(readouts), figsize=(4.2 * len(readouts), 3.4), squeeze=False)
+    palette = sns.color_palette("coolwarm", n_colors=bands["band"].nunique())
+    for ax, (backbone, method) in zip(axes[0], readouts):
+        rows = bands[(bands["backbone"] == backbone) & (bands["method"] == method)]
+        sns.kdeplot(data=rows, x="cosine", hue="band", common_norm=False, palette=palette, ax=ax, fill=True,
+                    alpha=0.25, lw=1, warn_singular=False)
+        ax.set_title(f"{backbone}: {METHOD_LABELS.get(method, method)}", fontsize=10)
+        ax.set_xlim(-0.3, 1.0)
+    fig.tight_layout()
+    return fig
+
+
+def spectra_plot(spectra: pd.DataFrame):
+    """Normalised singular values (log scale) of each readout's sentence-vector matrix: a flat spectrum
+    spreads the vectors over many directions, a steep one crowds them into a few."""
+    backbones = list(dict.fromkeys(spectra["backbone"]))
+    fig, axes = plt.subplots(1, len(backbones), figsize=(4.6 * len(backbones), 3.4), squeeze=False, sharey=True)
+    for ax, backbone in zip(axes[0], backbones):
+        rows = spectra[spectra["backbone"] == backbone]
+        for method, line in rows.groupby("method", sort=False):
+            ax.plot(line["index"], line["singular_value"], label=METHOD_LABELS.get(method, method))
+        ax.set_yscale("log")
+        ax.set_title(backbone)
+        ax.set_xlabel("component")
+    axes[0][0].set_ylabel("singular value / largest")
+    axes[0][-1].legend(fontsize=8)
+    fig.tight_layout()
+    return fig

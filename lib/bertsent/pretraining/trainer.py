@@ -64,12 +64,13 @@ class PretrainingConfig:
 
 
 # Profiles: `smoke` for tests (seconds); `cpu` sized from the throughput measured on a 2-core machine
-# (about 5,600 tokens per second for `mini` with bf16 autocast) to take about two hours; `gpu` for one
+# (about 4,900 tokens per second for `mini` with bf16 autocast, 1.3 s a step: 54 minutes alone on the
+# machine, longer beside other work); `gpu` for one
 # large GPU (bf16) within ten minutes.
 PROFILES = {
     "smoke": dict(size="tiny", batch_size=8, max_steps=6, eval_every=3, eval_instances=32, max_length=64,
                   mixed_precision="no", corpus_files=("enwiki-2018.txt.xz",)),
-    "cpu": dict(size="mini", batch_size=64, max_steps=4000, eval_every=200),
+    "cpu": dict(size="mini", batch_size=64, max_steps=2500, eval_every=250),
     "gpu": dict(size="small", batch_size=256, learning_rate=1e-3, max_steps=12000, eval_every=500,
                 eval_instances=8192),
 }
