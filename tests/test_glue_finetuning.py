@@ -36,3 +36,19 @@ def test_finetune_and_choose_the_learning_rate(tiny_pretrained):
 def test_unknown_task_is_refused(tiny_pretrained):
     with pytest.raises(ValueError, match="Unknown task"):
         finetune_glue(tiny_pretrained, "MNLI", GlueConfig())
+
+
+def test_results_are_reused_from_the_cache(tiny_pretrained, tmp_path, monkeypatch):
+    from bertsent.training import glue
+
+    first = finetune_glue(tiny_pretrained, "RTE", GlueConfig(max_train_examples=16, epochs=1), cache_dir=tmp_path)
+    class FineTunedAgain(Exception):
+        pass
+
+    def refuse(*args, **kwargs):
+        raise FineTunedAgain("fine-tuned again")
+
+    monkeypatch.setattr(glue, "_finetune", refuse)
+    assert finetune_glue(tiny_pretrained, "RTE", GlueConfig(max_train_examples=16, epochs=1), cache_dir=tmp_path) == first
+    with pytest.raises(FineTunedAgain):  # another configuration is another result
+        finetune_glue(tiny_pretrained, "RTE", GlueConfig(max_train_examples=16, epochs=1, seed=1), cache_dir=tmp_path)

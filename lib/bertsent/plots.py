@@ -131,3 +131,29 @@ def spectra_plot(spectra: pd.DataFrame):
     axes[0][-1].legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def pretraining_curves(history: pd.DataFrame, title: str = ""):
+    """Loss (training and held-out MLM) and held-out MLM / NSP accuracy against tokens seen.
+
+    ``history``: a pre-training run's ``history.csv`` (columns tokens, train_loss, heldout_mlm_loss,
+    heldout_mlm_accuracy and, with NSP, heldout_nsp_accuracy).
+    """
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    millions = history["tokens"] / 1e6
+    left.plot(millions, history["train_loss"], marker=".", label="training loss (MLM + NSP, running mean)")
+    left.plot(millions, history["heldout_mlm_loss"], marker=".", label="held-out MLM loss")
+    left.set_xlabel("tokens seen (millions)")
+    left.set_ylabel("cross-entropy")
+    left.legend(fontsize=8)
+    right.plot(millions, 100 * history["heldout_mlm_accuracy"], marker=".", label="held-out MLM accuracy")
+    if "heldout_nsp_accuracy" in history:
+        right.plot(millions, 100 * history["heldout_nsp_accuracy"], marker=".", label="held-out NSP accuracy")
+    right.axhline(50, color="0.7", lw=0.8, ls="--")
+    right.set_xlabel("tokens seen (millions)")
+    right.set_ylabel("accuracy (%)")
+    right.legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig

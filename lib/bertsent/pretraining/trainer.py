@@ -277,6 +277,16 @@ def pretrain(output_dir: str | Path, config: PretrainingConfig | None = None, re
     return PretrainingResult(output_dir, state["step"], state["tokens"], state["seconds"], state["history"])
 
 
+def save_untrained(size: str, path: str | Path, seed: int = 0) -> Path:
+    """A randomly initialised BERT of ``size`` with the tokenizer: the "no pre-training" control."""
+    path = Path(path)
+    if not (path / "config.json").is_file():
+        tokenizer = load_tokenizer()
+        new_pretraining_model(size, len(tokenizer), seed).save_pretrained(path)
+        tokenizer.save_pretrained(path)
+    return path
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Pre-train BERT (MLM + NSP) on the local corpus.")
     parser.add_argument("--output", required=True, help="run directory (resumed if it holds a checkpoint)")

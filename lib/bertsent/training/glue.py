@@ -9,8 +9,12 @@ paper's dev-set tables); say so wherever a score is shown.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import os
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -60,17 +64,47 @@ def _batches(frame: pd.DataFrame, tokenizer, batch_size: int, max_length: int, o
         yield encoded, torch.tensor(rows["label"].to_numpy(dtype=np.int64))
 
 
+def _model_digest(model_path: str) -> str:
+    """sha256 of a local model's weights (a cache key that changes when the checkpoint does)."""
+    digest = hashlib.sha256()
+    for weights in sorted(Path(model_path).glob("*.safetensors")) or sorted(Path(model_path).glob("*.bin")):
+        with open(weights, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()[:16]
+
+
 def finetune_glue(model_path: str, task: str, config: GlueConfig | None = None, data_dir=None,
-                  show_progress: bool = False) -> dict:
-    """Fine-tune the BERT at ``model_path`` on ``task``'s training set; return its dev metrics and costs."""
+                  show_progress: bool = False, cache_dir: str | Path | None = None) -> dict:
+    """Fine-tune the BERT at ``model_path`` on ``task``'s training set; return its dev metrics and costs.
+
+    ``cache_dir``: keep each result as JSON keyed by the weights' sha256, the task and the configuration,
+    and return it instead of fine-tuning again.
+    """
+    config = config or GlueConfig()
+    if task not in TASK_METRICS:
+        raise ValueError(f"Unknown task {task!r}; fine-tuning supports {', '.join(TASK_METRICS)}")
+    cached = None
+    if cache_dir is not None:
+        key = json.dumps({"model": _model_digest(model_path), "task": task, **asdict(config)}, sort_keys=True)
+        cached = Path(cache_dir) / f"{task}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
+        if cached.is_file():
+            return json.loads(cached.read_text())
+    result = _finetune(model_path, task, config, data_dir, show_progress)
+    if cached is not None:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(".tmp")
+        tmp.write_text(json.dumps(result, indent=2) + "\n")
+        os.replace(tmp, cached)
+    return result
+
+
+def _finetune(model_path: str, task: str, config: GlueConfig, data_dir, show_progress: bool) -> dict:
     import time
 
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
     from transformers.utils import logging as transformers_logging
 
-    if task not in TASK_METRICS:
-        raise ValueError(f"Unknown task {task!r}; fine-tuning supports {', '.join(TASK_METRICS)}")
-    config = config or GlueConfig()
     train, dev = load_glue(task, "train", data_dir), load_glue(task, "dev", data_dir)
     if config.max_train_examples and config.max_train_examples < len(train):
         train = train.sample(config.max_train_examples, random_state=config.seed).reset_index(drop=True)
@@ -118,9 +152,10 @@ def finetune_glue(model_path: str, task: str, config: GlueConfig | None = None, 
 
 
 def glue_learning_rate_search(model_path: str, task: str, learning_rates=LEARNING_RATES, data_dir=None,
-                              **config) -> pd.DataFrame:
+                              cache_dir=None, **config) -> pd.DataFrame:
     """Fine-tune once per learning rate; one row each, with ``chosen`` marking the best on the dev metric."""
-    rows = [finetune_glue(model_path, task, GlueConfig(learning_rate=lr, **config), data_dir) for lr in learning_rates]
+    rows = [finetune_glue(model_path, task, GlueConfig(learning_rate=float(lr), **config), data_dir, cache_dir=cache_dir)
+            for lr in learning_rates]
     table = pd.DataFrame(rows)
     key = TASK_METRICS[task][1]
     table["chosen"] = False
