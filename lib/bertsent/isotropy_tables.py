@@ -18,7 +18,11 @@ import pandas as pd
 from .data.sts import STSDataset
 from .encoder import Encoder
 from .isotropy import (
-    anisotropy, cosine_by_gold_band, geometry_summary, make_geometry_callback, singular_value_spectrum,
+    anisotropy,
+    cosine_by_gold_band,
+    geometry_summary,
+    make_geometry_callback,
+    singular_value_spectrum,
 )
 from .paths import CACHE_DIR
 from .sg_experiments import run_id, score_encoder

@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from .backbones import load_backbone
 from .data.sts import STSDataset, load_stsb
 from .encoder import Encoder
-from .evaluation.sts import AGGREGATIONS, cosine_rows, evaluate_sts
 from .paths import CACHE_DIR
+from .sts_tables import layer_pooling_scores
 from .training.self_guided import SelfGuidedConfig, train_self_guided
 from .training.sentences import training_sentences
 from .whitening import Whitening
@@ -46,18 +44,8 @@ def train_or_reuse(backbone: str, train_data: str, config: SelfGuidedConfig, dat
 def score_encoder(encoder: Encoder, datasets: dict[str, STSDataset], pooling: str = "cls", layer: int = -1,
                   transform=None) -> pd.DataFrame:
     """Spearman x 100 of one readout (pooling, layer, optional vector transform) on every dataset and aggregation."""
-    rows = []
-    for name, dataset in datasets.items():
-        pooled = encoder.encode(dataset.sentences(), [pooling])
-        index = layer % pooled.n_layers
-
-        def vectors(sentences):
-            v = pooled.lookup(sentences, pooling, index)
-            return transform(v) if transform is not None else v
-
-        scores = evaluate_sts(dataset, lambda a, b: cosine_rows(vectors(a), vectors(b)))
-        rows += [(name, aggregation, scores[aggregation]) for aggregation in AGGREGATIONS]
-    return pd.DataFrame(rows, columns=["dataset", "aggregation", "spearman"])
+    table, _ = layer_pooling_scores(encoder, datasets, [pooling], [layer], transform)
+    return table[["dataset", "aggregation", "spearman"]].reset_index(drop=True)
 
 
 def whitening_scores(encoder: Encoder, datasets: dict[str, STSDataset], fit_sentences: list[str]) -> pd.DataFrame:
@@ -93,3 +81,29 @@ def claim_checks(ours: pd.Series, paper: pd.Series, claims: list[tuple[str, str]
             delta, reported_delta = ours[better] - ours[worse], paper[better] - paper[worse]
             rows.append((f"{better} > {worse}", round(reported_delta, 2), round(delta, 2), verdict(delta, reported_delta)))
     return pd.DataFrame(rows, columns=["claim", "paper (BERT-base)", "ours", "verdict"])
+
+
+def seed_mean_table(scores: pd.DataFrame, aggregation: str, datasets: list[str]) -> pd.DataFrame:
+    """The main STS table from per-seed rows: one row per (backbone, method, train_data), each dataset's
+    Spearman and the seven-set ``avg`` averaged over seeds, and the number of ``seeds``.
+
+    ``scores``: columns backbone, method, train_data, seed, dataset, aggregation, spearman (``sts_main.csv``).
+    The average of each seed is taken first, then the mean over seeds (the paper's "mean of 8 runs").
+    """
+    rows = scores[scores["aggregation"] == aggregation]
+    per_seed = rows.pivot_table(index=["backbone", "method", "train_data", "seed"], columns="dataset",
+                                values="spearman", sort=False)[list(datasets)]
+    if len(datasets) == 7:
+        per_seed["avg"] = per_seed.mean(axis=1)
+    grouped = per_seed.groupby(level=["backbone", "method", "train_data"], sort=False)
+    table = grouped.mean()
+    table["seeds"] = grouped.size()
+    return table
+
+
+def averages_for_claims(table: pd.DataFrame, backbone: str, train_data: str) -> pd.Series:
+    """STS averages by method for one backbone, with the trained rows of one training set: the untrained
+    rows (train_data "-"), whitening (fitted on ``stsb_all``) and SG / SG-OPT trained on ``train_data``."""
+    rows = table.loc[backbone]["avg"]
+    return pd.Series({method: value for (method, data), value in rows.items()
+                      if (data == train_data if method in METHOD_LOSSES else data in ("-", "stsb_all"))})

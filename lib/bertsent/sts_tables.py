@@ -23,12 +23,17 @@ def load_sts_datasets(names=STS_DATASETS, data_dir=None, max_pairs: int | None =
 
 
 def layer_pooling_scores(encoder: Encoder, datasets: dict[str, STSDataset], poolings=None,
-                         layers=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+                         layers=None, transform=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Spearman x 100 for every dataset x layer x pooling.
 
-    Returns ``(table, subsets)``: ``table`` has :data:`LAYER_POOLING_COLUMNS` with both aggregations
-    for every dataset; ``subsets`` holds the per-subset scores (column ``subset`` added).
+    ``transform``: applied to the vectors before the cosine (e.g. whitening). Returns ``(table, subsets)``:
+    ``table`` has :data:`LAYER_POOLING_COLUMNS` with both aggregations for every dataset; ``subsets`` holds
+    the per-subset scores (column ``subset`` added).
     """
+    def vectors(pooled, sentences, pooling, layer):
+        found = pooled.lookup(sentences, pooling, layer)
+        return transform(found) if transform is not None else found
+
     backbone = encoder.backbone
     poolings = list(poolings or encoder.supported_poolings())
     rows, subset_rows = [], []
@@ -37,7 +42,7 @@ def layer_pooling_scores(encoder: Encoder, datasets: dict[str, STSDataset], pool
         for layer in (range(pooled.n_layers) if layers is None else [l % pooled.n_layers for l in layers]):
             for pooling in poolings:
                 def similarity(first, second):
-                    return cosine_rows(pooled.lookup(first, pooling, layer), pooled.lookup(second, pooling, layer))
+                    return cosine_rows(vectors(pooled, first, pooling, layer), vectors(pooled, second, pooling, layer))
 
                 scores = evaluate_sts(dataset, similarity)
                 for aggregation in AGGREGATIONS:

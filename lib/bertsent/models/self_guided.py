@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from ..pooling import max_pooling, mean_pooling
+from ..quiet import quiet_transformers
 
 VIEW_POOLINGS = {"max": max_pooling, "mean": mean_pooling}
 
@@ -23,17 +24,12 @@ VIEW_POOLINGS = {"max": max_pooling, "mean": mean_pooling}
 def load_encoder(source) -> nn.Module:
     """A Hugging Face encoder without its pooler: SG reads [CLS] before BERT's pooler, which is never trained."""
     from transformers import AutoModel
-    from transformers.utils import logging as transformers_logging
 
-    transformers_logging.disable_progress_bar()  # local files load in a second; the bar is noise
-    verbosity = transformers_logging.get_verbosity()
-    transformers_logging.set_verbosity_error()  # the checkpoint's pooler weights are dropped on purpose
-    try:
-        return AutoModel.from_pretrained(source, add_pooling_layer=False)
-    except TypeError:  # architectures without a pooler option
-        return AutoModel.from_pretrained(source)
-    finally:
-        transformers_logging.set_verbosity(verbosity)
+    with quiet_transformers():  # the checkpoint's pooler weights are dropped on purpose
+        try:
+            return AutoModel.from_pretrained(source, add_pooling_layer=False)
+        except TypeError:  # architectures without a pooler option
+            return AutoModel.from_pretrained(source)
 
 
 class ProjectionHead(nn.Module):

@@ -24,7 +24,14 @@ from pathlib import Path
 import numpy as np
 
 from ..paths import CACHE_DIR
-from .corpus import CORPUS_FILES, corpus_file, document_hash, held_out_documents, iter_documents, split_sentences
+from .corpus import (
+    CORPUS_FILES,
+    corpus_file,
+    document_hash,
+    held_out_documents,
+    iter_documents,
+    split_sentences,
+)
 
 INSTANCE_FORMAT_VERSION = 2
 

@@ -23,6 +23,7 @@ from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 from tqdm import tqdm
 
 from ..data.glue import load_glue
+from ..quiet import quiet_transformers
 
 LEARNING_RATES = (5e-5, 4e-5, 3e-5, 2e-5)
 # task -> (metrics, the one that chooses the learning rate)
@@ -102,20 +103,19 @@ def finetune_glue(model_path: str, task: str, config: GlueConfig | None = None, 
 def _finetune(model_path: str, task: str, config: GlueConfig, data_dir, show_progress: bool) -> dict:
     import time
 
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
-    from transformers.utils import logging as transformers_logging
+    from transformers import (
+        AutoModelForSequenceClassification,
+        AutoTokenizer,
+        get_linear_schedule_with_warmup,
+    )
 
     train, dev = load_glue(task, "train", data_dir), load_glue(task, "dev", data_dir)
     if config.max_train_examples and config.max_train_examples < len(train):
         train = train.sample(config.max_train_examples, random_state=config.seed).reset_index(drop=True)
     torch.manual_seed(config.seed)
-    verbosity = transformers_logging.get_verbosity()
-    transformers_logging.set_verbosity_error()  # "newly initialised classifier" is the point of fine-tuning
-    try:
+    with quiet_transformers():  # "newly initialised classifier" is the point of fine-tuning
         tokenizer = AutoTokenizer.from_pretrained(model_path)
         model = AutoModelForSequenceClassification.from_pretrained(model_path, num_labels=2)
-    finally:
-        transformers_logging.set_verbosity(verbosity)
     steps_per_epoch = math.ceil(len(train) / config.batch_size)
     total = steps_per_epoch * config.epochs
     no_decay = [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n]

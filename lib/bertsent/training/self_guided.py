@@ -33,6 +33,7 @@ from ..encoder import Encoder
 from ..evaluation.sts import cosine_rows, evaluate_sts
 from ..losses import LOSSES, weight_distance_regularizer
 from ..models import SelfGuidedModel, load_encoder
+from ..quiet import quiet_transformers
 
 
 class TrainingDivergedError(FloatingPointError):
@@ -223,17 +224,11 @@ def save_sentence_transformer(encoder, tokenizer, path: Path) -> None:
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
-    from transformers.utils import logging as transformers_logging
-
     staging = path.with_name(path.name + ".hf")
     encoder.save_pretrained(staging)
     tokenizer.save_pretrained(staging)
-    verbosity = transformers_logging.get_verbosity()
-    transformers_logging.set_verbosity_error()  # BERT_T has no pooler on purpose; its absence is not news
-    try:
+    with quiet_transformers():  # BERT_T has no pooler on purpose; its absence is not news
         transformer = Transformer(str(staging))
-    finally:
-        transformers_logging.set_verbosity(verbosity)
     pooling = Pooling(encoder.config.hidden_size, pooling_mode="cls")
     tmp = path.with_name(path.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
