@@ -44,3 +44,20 @@ def sg_opt_transfer_table() -> pd.DataFrame:
     """The paper's SentEval transfer table (accuracy), BERT-base: index method, one column per task plus ``avg``."""
     return pd.DataFrame(list(_TRANSFER_ROWS.values()), index=pd.Index(list(_TRANSFER_ROWS), name="method"),
                         columns=_TRANSFER_COLUMNS)
+
+
+# The paper's cost table (STS-B, on its GPU; seconds): method -> (training, inference). "-": no training.
+_COST_ROWS = {
+    "mean": (None, 13.94),
+    "wk_pooling": (None, 197.03),
+    "bert_flow": (155.37, 28.49),
+    "sg_opt": (455.02, 10.51),
+}
+
+
+def sg_opt_cost_table() -> pd.DataFrame:
+    """The paper's cost table, BERT-base on one GPU: training and STS-B inference seconds per method."""
+    table = pd.DataFrame([(m, t, i) for m, (t, i) in _COST_ROWS.items()],
+                         columns=["method", "training_seconds", "inference_seconds"]).set_index("method")
+    table["inference_ratio_to_mean"] = table["inference_seconds"] / table.loc["mean", "inference_seconds"]
+    return table

@@ -1,0 +1,58 @@
+"""What the methods cost: training time of finished runs and inference time on a benchmark.
+
+Wall times on a shared 2-core machine are noisy, so every inference time is reported beside a ratio to a peer
+measured in the same run (the untrained backbone with mean pooling), which is the number to compare.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+
+def median_seconds(call: Callable[[], object], repeats: int = 3, warmup: int = 1) -> float:
+    """Median wall time of ``call()`` over ``repeats`` runs, after ``warmup`` untimed runs."""
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, not {repeats}")
+    for _ in range(warmup):
+        call()
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def inference_times(readouts: dict[str, Callable[[list[str]], object]], sentences: list[str], peer: str,
+                    repeats: int = 3) -> pd.DataFrame:
+    """Seconds to embed ``sentences`` with each readout, and the ratio to ``peer`` (one of the readouts).
+
+    The readouts are timed in turn, repeat by repeat, so slow phases of a noisy machine hit all of them alike.
+    """
+    if peer not in readouts:
+        raise ValueError(f"The peer {peer!r} is not among the readouts {list(readouts)}")
+    for embed in readouts.values():
+        embed(sentences)  # warm-up: model loading, allocator, thread pools
+    times: dict[str, list[float]] = {name: [] for name in readouts}
+    for _ in range(repeats):
+        for name, embed in readouts.items():
+            times[name].append(median_seconds(lambda: embed(sentences), repeats=1, warmup=0))
+    seconds = {name: statistics.median(values) for name, values in times.items()}
+    return pd.DataFrame([{"readout": name, "seconds": value, "ratio_to_peer": value / seconds[peer],
+                          "sentences": len(sentences), "repeats": repeats} for name, value in seconds.items()])
+
+
+def training_cost(run_dir: str | Path) -> dict:
+    """Steps, wall time and time per step of a finished SG / SG-OPT run (its ``train.json``).
+
+    The time covers the whole run: training steps and the STS-B dev evaluations every 50 steps.
+    """
+    summary = json.loads((Path(run_dir) / "train.json").read_text())
+    steps = summary["step"]
+    return {"backbone": summary["backbone"], "loss": summary["config"]["loss"], "sentences": summary["sentences"],
+            "steps": steps, "seconds": summary["seconds"], "seconds_per_step": summary["seconds"] / max(steps, 1)}
