@@ -227,7 +227,7 @@ def test_geometry_summary_combines_the_metrics():
     a, b = rng.standard_normal((12, 6)), rng.standard_normal((12, 6))
     gold = np.linspace(0, 5, 12)
     summary = geometry_summary(a, b, gold, threshold=3.0, n_pairs=300, seed=2, max_points=10)
-    stacked = np.vstack([a, b])
+    stacked = np.unique(np.vstack([a, b]), axis=0)
     mask = gold >= 3.0
     assert summary == {
         "anisotropy": pytest.approx(anisotropy(stacked, n_pairs=300, seed=2)),
@@ -235,6 +235,16 @@ def test_geometry_summary_combines_the_metrics():
         "uniformity": pytest.approx(uniformity(stacked, max_points=10, seed=2)),
         "n_positive": int(mask.sum()),
     }
+
+
+def test_geometry_summary_counts_a_repeated_sentence_once():
+    # the same sentence in two pairs: with duplicates, random pairs could join it with itself (cosine 1)
+    a = np.array([[1.0, 0.0], [1.0, 0.0]])
+    b = np.array([[0.0, 1.0], [-1.0, 0.0]])
+    summary = geometry_summary(a, b, [5.0, 0.0], n_pairs=2000, seed=0)
+    distinct = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])
+    assert summary["anisotropy"] == pytest.approx(anisotropy(distinct, n_pairs=2000, seed=0))
+    assert summary["uniformity"] == pytest.approx(uniformity(distinct))
 
 
 # --- embedding helper and training callback --------------------------------------------------------------

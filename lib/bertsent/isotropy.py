@@ -267,10 +267,10 @@ def geometry_summary(emb_a, emb_b, gold, threshold: float = 4.0, n_pairs: int = 
                      max_points: int | None = 5000) -> dict:
     """Anisotropy, alignment and uniformity of the embeddings of an STS set, in one dict.
 
-    - ``anisotropy``: over random pairs of the rows of ``emb_a`` and ``emb_b`` stacked (a sentence that
-      appears twice is not deduplicated);
+    - ``anisotropy``: over random pairs of the distinct rows of ``emb_a`` and ``emb_b`` stacked (a sentence
+      that appears in several pairs counts once, so no random pair joins a sentence with itself);
     - ``alignment``: over the positive pairs, ``gold >= threshold``;
-    - ``uniformity``: over the stacked rows, at most ``max_points`` of them;
+    - ``uniformity``: over the same distinct rows, at most ``max_points`` of them;
     - ``n_positive``: the number of positive pairs.
 
     Example:
@@ -279,7 +279,7 @@ def geometry_summary(emb_a, emb_b, gold, threshold: float = 4.0, n_pairs: int = 
         (2.0, 1)
     """
     a, b, gold = _check_pairs(emb_a, emb_b, gold)
-    stacked = np.concatenate([a, b])
+    stacked = np.unique(np.concatenate([a, b]), axis=0)
     positive_a, positive_b = positive_pairs(a, b, gold, threshold)
     return {
         "anisotropy": anisotropy(stacked, n_pairs=n_pairs, seed=seed),
