@@ -171,3 +171,12 @@ def test_majority_baseline_is_the_share_of_the_most_frequent_token():
     made = Instances(np.array([5, 7, 7, 9, 7, 5], dtype=np.uint16), np.array([0, 3, 6]), np.array([1, 2]),
                      np.array([True, False]))
     assert majority_baseline(made) == (7, 0.5)
+
+
+def test_asking_again_for_a_finished_run_keeps_its_summary(tmp_path):
+    config = PretrainingConfig(max_steps=2, **SMOKE)
+    pretrain(tmp_path / "run", config, show_progress=False)
+    summary = tmp_path / "run" / "train.json"
+    summary.write_text(summary.read_text().replace('"processes": 1', '"processes": 7'))
+    result = pretrain(tmp_path / "run", config, show_progress=False)
+    assert result.steps == 2 and '"processes": 7' in summary.read_text()

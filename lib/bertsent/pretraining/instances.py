@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from ..encoder import _atomic_savez
 from ..paths import CACHE_DIR
 from .corpus import (
     CORPUS_FILES,
@@ -197,19 +196,6 @@ def _truncate_pair(a: np.ndarray, b: np.ndarray, max_tokens: int, rng) -> tuple[
     return a[a_start:a_end], b[b_start:b_end]
 
 
-def _atomic_savez(path: Path, **arrays) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz.tmp")
-    os.close(fd)
-    try:
-        with open(tmp, "wb") as handle:
-            np.savez(handle, **arrays)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-
-
 def _vocab_digest(tokenizer) -> str:
     vocab = json.dumps(sorted(tokenizer.get_vocab().items()), ensure_ascii=False)
     return hashlib.sha256(vocab.encode()).hexdigest()[:12]
@@ -223,8 +209,8 @@ def tokenized_shard(name: str, tokenizer, corpus_dir=None, cache_dir: Path | Non
     if not path.is_file():
         source = corpus_file(name, corpus_dir)
         shard = tokenize_documents(iter_documents(source), tokenizer)
-        _atomic_savez(path, tokens=shard.tokens, sentence_starts=shard.sentence_starts,
-                      document_starts=shard.document_starts, document_hashes=shard.document_hashes)
+        _atomic_savez(path, dict(tokens=shard.tokens, sentence_starts=shard.sentence_starts,
+                                 document_starts=shard.document_starts, document_hashes=shard.document_hashes))
     with np.load(path) as data:
         return TokenizedShard(data["tokens"], data["sentence_starts"], data["document_starts"], data["document_hashes"])
 
@@ -244,7 +230,7 @@ def shard_instances(name: str, tokenizer, split: str, max_length: int = 128, see
         # a different seed per file and split, so two files never share a random stream
         file_seed = seed * 1000 + list(CORPUS_FILES).index(name) * 2 + (split == "heldout")
         made = create_instances(shard, np.flatnonzero(wanted), max_length, file_seed, next_sentence=next_sentence)
-        _atomic_savez(path, tokens=made.tokens, starts=made.starts, a_lengths=made.a_lengths, is_next=made.is_next)
+        _atomic_savez(path, dict(tokens=made.tokens, starts=made.starts, a_lengths=made.a_lengths, is_next=made.is_next))
     with np.load(path) as data:
         return Instances(data["tokens"], data["starts"], data["a_lengths"], data["is_next"])
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -21,6 +20,7 @@ import torch
 from tqdm import tqdm
 
 from ..results import write_table
+from ..training.self_guided import TrainingDivergedError, _atomic_torch_save
 from .instances import Instances, corpus_instances
 from .masking import mask_tokens, pair_batch
 from .model import OBJECTIVES, BertForMaskedPretraining, new_pretraining_model
@@ -28,10 +28,6 @@ from .model import OBJECTIVES, BertForMaskedPretraining, new_pretraining_model
 # the uncased WordPiece vocabulary of bert-base-uncased ships inside all-MiniLM-L6-v2 (byte-identical)
 TOKENIZER_SOURCE = "all-minilm-l6-v2"
 FIRST_WORD_PIECE = 999  # ids below are [PAD], [unusedN], [UNK], [CLS], [SEP], [MASK]
-
-
-class TrainingDivergedError(FloatingPointError):
-    pass
 
 
 @dataclass
@@ -154,12 +150,6 @@ def evaluate_heldout(model: BertForMaskedPretraining, batches: list[dict], autoc
     return result
 
 
-def _atomic_torch_save(obj, path: Path) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
-
-
 def pretrain(output_dir: str | Path, config: PretrainingConfig | None = None, resume: bool = True,
              show_progress: bool = True, corpus_dir=None, cache_dir=None, stop_after: int | None = None
              ) -> PretrainingResult:
@@ -264,7 +254,9 @@ def pretrain(output_dir: str | Path, config: PretrainingConfig | None = None, re
             evaluate_and_checkpoint()
     progress.close()
 
-    if state["step"] >= config.max_steps and accelerator.is_main_process:
+    # a finished run asked again keeps its summary (the threads, device and times of the run that trained it)
+    finished_now = steps_this_call > 0 or not (output_dir / "train.json").is_file()
+    if state["step"] >= config.max_steps and finished_now and accelerator.is_main_process:
         unwrapped.save_pretrained(output_dir / "model")
         tokenizer.save_pretrained(output_dir / "model")
         summary = {"config": asdict(config), "steps": state["step"], "tokens": state["tokens"],
