@@ -12,8 +12,13 @@ from bertsent.pretraining.corpus import (
 from bertsent.pretraining.instances import (
     Instances, TokenizedShard, create_instances, majority_baseline, tokenize_documents,
 )
-from bertsent.pretraining.masking import IGNORE_INDEX, mask_tokens, pair_batch
-from bertsent.pretraining.model import BertForMaskedPretraining, bert_config
+from bertsent.pretraining.masking import IGNORE_INDEX, mask_tokens, next_token_labels, pair_batch
+from bertsent.pretraining.model import (
+    BertForLeftToRightPretraining,
+    BertForMaskedPretraining,
+    bert_config,
+    new_pretraining_model,
+)
 from bertsent.pretraining.trainer import PretrainingConfig, pretrain
 
 
@@ -133,7 +138,9 @@ def test_mlm_head_at_masked_positions_equals_the_full_head():
 
 def test_unknown_configuration_values_are_refused():
     with pytest.raises(ValueError, match="objective"):
-        PretrainingConfig(objective="ltr")
+        PretrainingConfig(objective="rtl")
+    with pytest.raises(ValueError, match="causal"):
+        BertForLeftToRightPretraining(bert_config("tiny", vocab_size=200))
     with pytest.raises(ValueError, match="size"):
         bert_config("huge")
 
@@ -180,3 +187,46 @@ def test_asking_again_for_a_finished_run_keeps_its_summary(tmp_path):
     summary.write_text(summary.read_text().replace('"processes": 1', '"processes": 7'))
     result = pretrain(tmp_path / "run", config, show_progress=False)
     assert result.steps == 2 and '"processes": 7' in summary.read_text()
+
+
+def test_next_token_labels_point_at_the_following_word_piece():
+    batch = pair_batch([(np.array([5, 6]), np.array([7])), (np.array([8]), np.array([9, 10, 11]))], 101, 102)
+    labels = next_token_labels(batch["input_ids"], batch["candidates"])
+    x = IGNORE_INDEX
+    # [CLS] 5 6 [SEP] 7 [SEP] pad: [CLS] predicts 5, 5 predicts 6, [SEP] predicts 7; special tokens never targets
+    assert labels.tolist() == [[5, 6, x, 7, x, x, x], [8, x, 9, 10, 11, x, x]]
+
+
+def test_left_to_right_model_never_looks_ahead():
+    torch.manual_seed(0)
+    model = new_pretraining_model("tiny", vocab_size=200, objective="ltr").eval()
+    input_ids = torch.randint(5, 200, (2, 10))
+    changed = input_ids.clone()
+    changed[:, 6:] = torch.randint(5, 200, (2, 4))
+    with torch.no_grad():
+        before = model.bert(input_ids=input_ids).last_hidden_state
+        after = model.bert(input_ids=changed).last_hidden_state
+    assert torch.allclose(before[:, :6], after[:, :6], atol=1e-6)  # the past does not see the future
+    assert not torch.allclose(before[:, 6:], after[:, 6:], atol=1e-3)
+
+
+def test_left_to_right_loss_is_next_token_cross_entropy():
+    torch.manual_seed(0)
+    model = new_pretraining_model("tiny", vocab_size=200, objective="ltr").eval()
+    input_ids = torch.randint(5, 200, (3, 9))
+    labels = next_token_labels(input_ids, torch.ones_like(input_ids, dtype=torch.bool))
+    out = model(input_ids, labels=labels)
+    with torch.no_grad():
+        logits = model.cls.predictions(model.bert(input_ids=input_ids).last_hidden_state)
+    by_hand = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, 200), input_ids[:, 1:].reshape(-1))
+    assert out["loss"].item() == pytest.approx(by_hand.item(), rel=1e-5)
+    assert out["ltr_count"] == 3 * 8
+
+
+def test_smoke_left_to_right_pretraining_lowers_the_heldout_loss(tmp_path):
+    result = pretrain(tmp_path / "run", PretrainingConfig(max_steps=40, objective="ltr", **SMOKE), show_progress=False)
+    first, last = result.history[0], result.history[-1]
+    assert "heldout_mlm_loss" not in last and "heldout_nsp_loss" not in last
+    assert last["heldout_ltr_loss"] < first["heldout_ltr_loss"] - 1.0
+    from transformers import AutoModel
+    assert AutoModel.from_pretrained(tmp_path / "run" / "model").config.is_decoder  # stays left-to-right

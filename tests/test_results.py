@@ -44,3 +44,13 @@ def test_sts_main_csv_has_one_row_per_seed_dataset_and_aggregation():
     trained = table[table.method.isin(["sg", "sg_opt"])]
     assert len(trained) > 0 and trained.seed.str.isdigit().all()
     assert table.spearman.notna().all()
+
+
+def test_small_floats_keep_their_value_in_csv(tmp_path):
+    from bertsent.results import write_table
+
+    path = write_table(pd.DataFrame({"learning_rate": [5e-5, 3e-5, 1e-3], "spearman": [73.50421, 0.12345, 0.0]}),
+                       tmp_path / "t.csv")
+    table = pd.read_csv(path)
+    assert table["learning_rate"].tolist() == [5e-5, 3e-5, 1e-3]
+    assert table["spearman"].tolist() == [73.5042, 0.1235, 0.0]

@@ -15,17 +15,25 @@ def results_path(results_dir, *parts: str) -> Path:
     return Path(results_dir or RESULTS_DIR).joinpath(*parts)
 
 
+def format_float(value: float) -> str:
+    """Four decimals (scores, seconds), but four significant digits below 0.01, so that a learning rate of
+    5e-5 is not written as 0.0001."""
+    if value != 0 and abs(value) < 0.01:
+        return f"{value:.4g}"
+    return f"{value:.4f}"
+
+
 def write_table(table: pd.DataFrame, path: Path) -> Path:
     """Write a CSV atomically (a crash never leaves half a file) and print ``wrote <path>``.
 
-    Undefined scores (NaN) are written as empty fields.
+    Floats are written by :func:`format_float`; undefined scores (NaN) as empty fields.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".csv.tmp")
     os.close(fd)
     try:
-        table.to_csv(tmp, index=False, float_format="%.4f", na_rep="")
+        table.to_csv(tmp, index=False, float_format=format_float, na_rep="")
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

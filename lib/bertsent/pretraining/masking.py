@@ -45,6 +45,19 @@ def mask_tokens(input_ids: torch.Tensor, candidates: torch.Tensor, mask_token_id
     return corrupted, labels
 
 
+def next_token_labels(input_ids: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+    """Labels of a left-to-right language model: position t is labelled with token t+1 where that token is a
+    candidate word piece (never [CLS], [SEP] or padding), :data:`IGNORE_INDEX` elsewhere.
+
+    Predicting only word pieces keeps the targets those the masked LM is scored on, so the two accuracies
+    count the same kind of token.
+    """
+    labels = torch.full_like(input_ids, IGNORE_INDEX)
+    follows = candidates[:, 1:]
+    labels[:, :-1][follows] = input_ids[:, 1:][follows]
+    return labels
+
+
 def pair_batch(pairs: list[tuple[np.ndarray, np.ndarray]], cls_id: int, sep_id: int, pad_id: int = 0) -> dict:
     """Lay out pairs as ``[CLS] A [SEP] B [SEP]``, padded to the longest; segment ids 0 for A, 1 for B."""
     length = max(len(a) + len(b) + 3 for a, b in pairs)

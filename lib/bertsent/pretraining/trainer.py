@@ -1,9 +1,10 @@
-"""Pre-train BERT (masked LM + next-sentence prediction) on the local corpus, resumably.
+"""Pre-train BERT (masked LM + next-sentence prediction, or an ablation) on the local corpus, resumably.
 
 ``python -m bertsent.pretraining --profile cpu --output DIR`` (or ``accelerate launch -m bertsent.pretraining ...``).
 A run directory holds ``checkpoint.pt`` (everything needed to resume), ``history.csv`` (held-out MLM and
 NSP accuracy and loss at every evaluation, training loss, tokens seen, tokens per second), ``model/``
 (the final weights in ``transformers`` format, with the tokenizer) and ``train.json`` (a summary).
+The left-to-right ablation (``objective="ltr"``) logs next-word-piece accuracy and loss as ``heldout_ltr_*``.
 """
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ from tqdm import tqdm
 from ..results import write_table
 from ..training.self_guided import TrainingDivergedError, _atomic_torch_save
 from .instances import Instances, corpus_instances
-from .masking import mask_tokens, pair_batch
-from .model import OBJECTIVES, BertForMaskedPretraining, new_pretraining_model
+from .masking import mask_tokens, next_token_labels, pair_batch
+from .model import OBJECTIVES, new_pretraining_model
 
 # the uncased WordPiece vocabulary of bert-base-uncased ships inside all-MiniLM-L6-v2 (byte-identical)
 TOKENIZER_SOURCE = "all-minilm-l6-v2"
@@ -33,7 +34,7 @@ FIRST_WORD_PIECE = 999  # ids below are [PAD], [unusedN], [UNK], [CLS], [SEP], [
 @dataclass
 class PretrainingConfig:
     size: str = "mini"
-    objective: str = "mlm_nsp"  # or "mlm": the no-NSP ablation
+    objective: str = "mlm_nsp"  # "mlm": the no-NSP ablation; "ltr": left-to-right LM, no NSP
     max_length: int = 128
     batch_size: int = 64
     learning_rate: float = 5e-4
@@ -90,10 +91,17 @@ def load_tokenizer(source: str = TOKENIZER_SOURCE):
 
 
 class PairBatches:
-    """Deterministic batches: step ``s`` always gets the same pairs and the same masks (resumption)."""
+    """Deterministic batches: step ``s`` always gets the same pairs and the same masks (resumption).
 
-    def __init__(self, instances: Instances, tokenizer, batch_size: int, seed: int, next_sentence: bool):
+    ``left_to_right``: no masking; the labels are the next word pieces (:func:`next_token_labels`).
+    """
+
+    def __init__(self, instances: Instances, tokenizer, batch_size: int, seed: int, next_sentence: bool,
+                 left_to_right: bool = False):
+        if left_to_right and next_sentence:
+            raise ValueError("The left-to-right ablation has no next-sentence prediction.")
         self.instances, self.batch_size, self.seed, self.next_sentence = instances, batch_size, seed, next_sentence
+        self.left_to_right = left_to_right
         self.cls, self.sep, self.pad, self.mask = (tokenizer.cls_token_id, tokenizer.sep_token_id,
                                                    tokenizer.pad_token_id, tokenizer.mask_token_id)
         self.vocab_size = len(tokenizer)
@@ -113,6 +121,9 @@ class PairBatches:
             pairs.append((a, b))
             labels.append(int(not is_next))  # BERT's NSP head: class 0 = IsNext, 1 = NotNext
         batch = pair_batch(pairs, self.cls, self.sep, self.pad)
+        if self.left_to_right:
+            batch["labels"] = next_token_labels(batch["input_ids"], batch.pop("candidates"))
+            return batch
         generator = torch.Generator().manual_seed(mask_seed)
         batch["input_ids"], batch["labels"] = mask_tokens(batch["input_ids"], batch.pop("candidates"), self.mask,
                                                           (FIRST_WORD_PIECE, self.vocab_size), generator)
@@ -125,28 +136,25 @@ class PairBatches:
 
 
 @torch.no_grad()
-def evaluate_heldout(model: BertForMaskedPretraining, batches: list[dict], autocast) -> dict:
-    """Masked-LM and NSP accuracy and loss on fixed, pre-masked held-out batches."""
+def evaluate_heldout(model, batches: list[dict], autocast) -> dict:
+    """Accuracy and loss of each of the model's objectives (``mlm``, ``nsp``, ``ltr``: whichever its outputs
+    carry) on fixed, pre-masked held-out batches, as ``heldout_<objective>_loss`` / ``_accuracy``."""
     was_training = model.training
     model.eval()
-    totals = dict(mlm_loss=0.0, mlm_correct=0, mlm_count=0, nsp_loss=0.0, nsp_correct=0, nsp_count=0)
+    totals: dict[str, list[float]] = {}
     device = next(model.parameters()).device
     for batch in batches:
         with autocast():
             out = model(**{k: v.to(device) for k, v in batch.items()})
-        totals["mlm_loss"] += out["mlm_loss"].item() * out["mlm_count"]
-        totals["mlm_correct"] += int(out["mlm_correct"])
-        totals["mlm_count"] += out["mlm_count"]
-        if "nsp_loss" in out:
-            totals["nsp_loss"] += out["nsp_loss"].item() * out["nsp_count"]
-            totals["nsp_correct"] += int(out["nsp_correct"])
-            totals["nsp_count"] += out["nsp_count"]
+        for name in ("mlm", "nsp", "ltr"):
+            if f"{name}_loss" in out:
+                loss, correct, count = totals.setdefault(name, [0.0, 0, 0])
+                totals[name] = [loss + out[f"{name}_loss"].item() * out[f"{name}_count"],
+                                correct + int(out[f"{name}_correct"]), count + out[f"{name}_count"]]
     model.train(was_training)
-    result = {"heldout_mlm_loss": totals["mlm_loss"] / totals["mlm_count"],
-              "heldout_mlm_accuracy": totals["mlm_correct"] / totals["mlm_count"]}
-    if totals["nsp_count"]:
-        result.update(heldout_nsp_loss=totals["nsp_loss"] / totals["nsp_count"],
-                      heldout_nsp_accuracy=totals["nsp_correct"] / totals["nsp_count"])
+    result = {}
+    for name, (loss, correct, count) in totals.items():
+        result.update({f"heldout_{name}_loss": loss / count, f"heldout_{name}_accuracy": correct / count})
     return result
 
 
@@ -167,15 +175,17 @@ def pretrain(output_dir: str | Path, config: PretrainingConfig | None = None, re
     accelerator = Accelerator(cpu=not torch.cuda.is_available(), mixed_precision=config.mixed_precision)
     tokenizer = load_tokenizer()
     next_sentence = config.objective == "mlm_nsp"
+    left_to_right = config.objective == "ltr"
     data = dict(files=config.corpus_files, max_length=config.max_length, seed=config.data_seed,
                 next_sentence=next_sentence, corpus_dir=corpus_dir, cache_dir=cache_dir)
     train = PairBatches(corpus_instances(tokenizer, "train", **data), tokenizer, config.batch_size, config.seed,
-                        next_sentence)
-    heldout = PairBatches(corpus_instances(tokenizer, "heldout", **data), tokenizer, 128, config.seed, next_sentence)
+                        next_sentence, left_to_right)
+    heldout = PairBatches(corpus_instances(tokenizer, "heldout", **data), tokenizer, 128, config.seed, next_sentence,
+                          left_to_right)
     chosen = np.random.default_rng([config.data_seed, 7]).permutation(len(heldout.instances))[:config.eval_instances]
     eval_batches = [heldout.make(chosen[i:i + 128], 10_000_019 + i) for i in range(0, len(chosen), 128)]
 
-    model = new_pretraining_model(config.size, len(tokenizer), config.seed)
+    model = new_pretraining_model(config.size, len(tokenizer), config.seed, config.objective)
     decay = [p for n, p in model.named_parameters() if not (n.endswith("bias") or "LayerNorm" in n)]
     no_decay = [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n]
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
@@ -295,7 +305,8 @@ def main(argv=None) -> int:
             parser.error(f"unknown configuration field {name!r}; known: {', '.join(known)}")
         values[name] = json.loads(value) if value[:1] in "[{0123456789-" or value in ("true", "false") else value
     result = pretrain(args.output, PretrainingConfig(**values), resume=not args.no_resume, corpus_dir=args.corpus_dir)
-    last = result.history[-1]
-    print(f"{result.steps} steps, {result.tokens:,} tokens in {result.seconds:.0f} s; held-out MLM accuracy "
-          f"{last['heldout_mlm_accuracy']:.4f}; model in {result.output_dir / 'model'}")
+    scores = "; ".join(f"held-out {key.split('_')[1].upper()} accuracy {value:.4f}"
+                       for key, value in result.history[-1].items() if key.endswith("_accuracy"))
+    print(f"{result.steps} steps, {result.tokens:,} tokens in {result.seconds:.0f} s; {scores}; "
+          f"model in {result.output_dir / 'model'}")
     return 0
