@@ -48,3 +48,48 @@ def test_seed_mean_table_averages_each_seed_then_the_seeds():
     assert table.loc[("m", "cls", "-"), "avg"] == pytest.approx(53.0)
     averages = averages_for_claims(table, "m", "stsb_train")
     assert averages.to_dict() == pytest.approx({"cls": 53.0, "whitening": 63.0, "sg_opt": 68.0})
+
+
+STS_SEVEN = ["stsb", "sickr", "sts12", "sts13", "sts14", "sts15", "sts16"]
+
+
+def _ablation_scores(averages: dict[tuple[str, int], float]) -> pd.DataFrame:
+    """Per-seed rows whose seven-set average is the given value (datasets spread around it)."""
+    rows = []
+    for (variant, seed), average in averages.items():
+        for k, dataset in enumerate(STS_SEVEN):
+            rows.append(("b", variant, "stsb_train", seed, dataset, "all", average + k - 3))
+            rows.append(("b", variant, "stsb_train", seed, dataset, "wmean", 0.0))
+    return pd.DataFrame(rows, columns=["backbone", "variant", "train_data", "seed", "dataset", "aggregation", "spearman"])
+
+
+def test_ablation_table_reads_changes_against_the_seed_spread():
+    from bertsent.sg_experiments import ablation_table
+
+    scores = _ablation_scores({("sg_opt", 1): 70.0, ("sg_opt", 2): 71.0, ("sg_opt", 3): 72.0,
+                               ("opt1", 1): 67.0, ("lambda_0", 1): 70.0, ("tau_0.1", 1): 75.0,
+                               ("mean_views", 1): 60.0})
+    table = ablation_table(scores).set_index("variant")
+    assert table.loc["sg_opt", "avg"] == pytest.approx(71.0) and table.loc["sg_opt", "seeds"] == 3
+    assert table.loc["sg_opt", "std"] == pytest.approx(1.0)
+    assert table.loc["opt1", "change"] == pytest.approx(-4.0)
+    # tolerance: two standard deviations of SG-OPT over its seeds (2.0 points here)
+    assert table.loc["opt1", "verdict"] == "reproduced"       # 4 points worse, as the paper's -2.01
+    assert table.loc["lambda_0", "verdict"] == "inconclusive"  # -1.0 is within the spread
+    assert table.loc["tau_0.1", "verdict"] == "not reproduced"  # better, the paper says worse
+    assert table.loc["mean_views", "verdict"] == "-"           # the paper has no such row
+    assert table.loc["opt1", "paper_change"] == pytest.approx(-2.01)
+
+
+def test_ablation_configs_change_one_thing():
+    from dataclasses import asdict
+
+    from bertsent.sg_experiments import ABLATIONS, ablation_config
+
+    reference = asdict(ablation_config("sg_opt", seed=3))
+    assert reference == asdict(SelfGuidedConfig(seed=3))
+    for variant in ABLATIONS:
+        changed = {k for k, v in asdict(ablation_config(variant, seed=3)).items() if reference[k] != v}
+        assert len(changed) == (variant != "sg_opt"), variant
+    with pytest.raises(ValueError, match="Unknown ablation"):
+        ablation_config("no_such_variant", seed=1)

@@ -157,3 +157,48 @@ def pretraining_curves(history: pd.DataFrame, title: str = ""):
         fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+def ablation_changes(table: pd.DataFrame, backbone: str, reference: str = "sg_opt"):
+    """Each ablation's change in STS average from SG-OPT: ours (bars; the shaded band is two standard
+    deviations of SG-OPT over its seeds) beside the paper's (diamonds, BERT-base).
+
+    ``table``: :func:`bertsent.sg_experiments.ablation_table` rows.
+    """
+    rows = table[(table["backbone"] == backbone) & (table["variant"] != reference)]
+    spread = table[(table["backbone"] == backbone) & (table["variant"] == reference)]["std"].fillna(0).iloc[0]
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(rows) + 1.2))
+    y = np.arange(len(rows))
+    ax.barh(y, rows["change"], color="tab:blue", alpha=0.8, label=f"ours ({backbone})")
+    ax.scatter(rows["paper_change"], y, marker="D", color="tab:red", zorder=3, label="paper (BERT-base)")
+    ax.axvspan(-2 * spread, 2 * spread, color="0.85", zorder=0, label="SG-OPT seed spread (2 sd)")
+    ax.axvline(0, color="0.3", lw=0.8)
+    ax.set_yticks(y, rows["variant"])
+    ax.invert_yaxis()
+    ax.set_xlabel(f"change in STS average from {reference} (Spearman x 100)")
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def pretraining_comparison(history: pd.DataFrame):
+    """Held-out loss and accuracy against tokens seen for several pre-training runs (one line per ``run``).
+
+    ``history``: rows of several runs' ``history.csv`` with a ``run`` column. Masked-LM and left-to-right
+    losses predict different things (a hidden token from both sides; the next token from the left), so each
+    objective gets its own panels.
+    """
+    metrics = [m for m in ("mlm", "ltr", "nsp") if f"heldout_{m}_loss" in history and history[f"heldout_{m}_loss"].notna().any()]
+    fig, axes = plt.subplots(2, len(metrics), figsize=(4.2 * len(metrics), 6.5), squeeze=False)
+    for column, metric in enumerate(metrics):
+        for run, rows in history.dropna(subset=[f"heldout_{metric}_loss"]).groupby("run", sort=False):
+            millions = rows["tokens"] / 1e6
+            axes[0, column].plot(millions, rows[f"heldout_{metric}_loss"], marker=".", label=run)
+            axes[1, column].plot(millions, 100 * rows[f"heldout_{metric}_accuracy"], marker=".", label=run)
+        axes[0, column].set_title(f"held-out {metric.upper()}")
+        axes[0, column].set_ylabel("loss (nats)")
+        axes[1, column].set_ylabel("accuracy (%)")
+        axes[1, column].set_xlabel("tokens seen (millions)")
+        axes[0, column].legend(fontsize=8)
+    fig.tight_layout()
+    return fig

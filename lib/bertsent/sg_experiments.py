@@ -23,6 +23,37 @@ from .whitening import Whitening
 
 METHOD_LOSSES = {"sg": "base", "sg_opt": "opt3"}
 
+# The paper's ablations of SG-OPT, plus two choices where the paper and the released code differ:
+# variant -> (SelfGuidedConfig fields changed from SG-OPT's, what the variant is)
+ABLATIONS = {
+    "sg_opt": ({}, "SG-OPT: L^opt3, every layer a view, only c anchors"),
+    "opt2": ({"loss": "opt2"}, "L^opt2: one sampled view instead of all layers"),
+    "opt1": ({"loss": "opt1"}, "L^opt1: keeps the c_i - c_j repulsion"),
+    "sg": ({"loss": "base"}, "SG: L^base, NT-Xent unmodified"),
+    "tau_0.1": ({"temperature": 0.1}, "tau = 0.1 instead of 0.01"),
+    "lambda_0": ({"reg_weight": 0.0}, "lambda = 0: no regulariser"),
+    "lambda_1": ({"reg_weight": 1.0}, "lambda = 1"),
+    "no_head": ({"projection": False}, "no projection head f"),
+    "mean_views": ({"view_pooling": "mean"}, "views mean-pooled (released code) instead of max-pooled (paper)"),
+    "frozen_dropout": ({"frozen_dropout": True}, "BERT_F with dropout on (released code)"),
+}
+
+
+def ablation_config(variant: str, seed: int, **base) -> SelfGuidedConfig:
+    """The configuration of one ablation ``variant`` (see :data:`ABLATIONS`) on top of SG-OPT's (and ``base``)."""
+    if variant not in ABLATIONS:
+        raise ValueError(f"Unknown ablation {variant!r}. Known: {', '.join(ABLATIONS)}.")
+    return SelfGuidedConfig(**{**base, **ABLATIONS[variant][0], "seed": seed})
+
+
+def trained_scores(backbone: str, train_data: str, config: SelfGuidedConfig, datasets: dict[str, STSDataset],
+                   dev: STSDataset | None = None, data_dir=None, runs_dir: Path | None = None,
+                   **encoder_options) -> pd.DataFrame:
+    """Train (or reuse) one run and score its last-layer [CLS] on every dataset and aggregation."""
+    run = train_or_reuse(backbone, train_data, config, data_dir, dev, runs_dir, show_progress=False)
+    from .backbones import load_backbone
+    return score_encoder(Encoder(load_backbone(str(run / "model")), **encoder_options), datasets, "cls")
+
 
 def run_id(backbone: str, train_data: str, config: SelfGuidedConfig) -> str:
     key = json.dumps({"backbone": backbone, "train_data": train_data, **asdict(config)}, sort_keys=True)
@@ -99,6 +130,45 @@ def seed_mean_table(scores: pd.DataFrame, aggregation: str, datasets: list[str])
     table = grouped.mean()
     table["seeds"] = grouped.size()
     return table
+
+
+def seed_averages(scores: pd.DataFrame, by: list[str], aggregation: str = "all") -> pd.DataFrame:
+    """The seven-set STS average of each seed, one row per (``by`` ..., seed).
+
+    ``scores``: per-seed rows with columns ``by``, seed, dataset, aggregation, spearman. A seed missing a
+    dataset gets NaN, never a partial average.
+    """
+    from .sts_tables import sts_average
+
+    return sts_average(scores[scores["aggregation"] == aggregation], by + ["seed"]).rename(columns={"spearman": "avg"})
+
+
+def ablation_table(scores: pd.DataFrame, reference: str = "sg_opt", aggregation: str = "all") -> pd.DataFrame:
+    """Our ablations beside the paper's: per (backbone, variant) the mean and standard deviation over seeds of the
+    STS average, the number of seeds, the ``change`` from ``reference``, the paper's average and change, and the
+    :func:`verdict` on "the variant is worse than SG-OPT" with a tolerance of the larger of
+    :data:`INCONCLUSIVE_BELOW` and two standard deviations of the reference over its seeds.
+
+    ``scores``: columns backbone, variant, train_data, seed, dataset, aggregation, spearman.
+    """
+    from .reported import sg_opt_ablation_table
+
+    per_seed = seed_averages(scores, ["backbone", "variant"], aggregation)
+    grouped = per_seed.groupby(["backbone", "variant"], sort=False)["avg"]
+    table = pd.DataFrame({"avg": grouped.mean(), "std": grouped.std(ddof=1), "seeds": grouped.size()}).reset_index()
+    paper = sg_opt_ablation_table()
+    rows = []
+    for backbone, group in table.groupby("backbone", sort=False):
+        base = group.set_index("variant").loc[reference]
+        tolerance = max(INCONCLUSIVE_BELOW, 2 * base["std"]) if base["seeds"] > 1 else INCONCLUSIVE_BELOW
+        for _, row in group.iterrows():
+            change = row["avg"] - base["avg"]
+            reported_change = paper["change"].get(row["variant"], float("nan"))
+            rows.append({**row, "change": change, "paper_avg": paper["avg"].get(row["variant"], float("nan")),
+                         "paper_change": reported_change,
+                         "verdict": "-" if row["variant"] == reference or pd.isna(reported_change)
+                         else verdict(change, reported_change, tolerance)})
+    return pd.DataFrame(rows)
 
 
 def averages_for_claims(table: pd.DataFrame, backbone: str, train_data: str) -> pd.Series:

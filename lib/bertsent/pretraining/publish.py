@@ -80,8 +80,8 @@ def model_card(name: str, summary: dict, glue: pd.DataFrame | None = None) -> st
         f"| optimiser | AdamW, lr {config['learning_rate']}, betas {tuple(config['betas'])}, weight decay "
         f"{config['weight_decay']}, {config['warmup_ratio']:.0%} warm-up then linear decay, clip 1.0 |",
         f"| precision | {config['mixed_precision']} autocast, float32 master weights; stored here in float16 |",
-        f"| hardware | {summary['device']} ({cpu_name()}), {summary['torch_threads']} threads, "
-        f"{summary['seconds'] / 60:.0f} minutes |",
+        f"| hardware | {summary['device']} ({cpu_name()}); {summary['torch_threads']} torch thread(s) when the run "
+        f"finished (a resumed run may have used another number earlier); {summary['seconds'] / 60:.0f} minutes |",
         f"| held-out MLM accuracy | {100 * final['heldout_mlm_accuracy']:.2f}% (loss {final['heldout_mlm_loss']:.3f}, "
         f"{summary['eval_pairs']:,} held-out pairs) |",
     ]

@@ -283,8 +283,11 @@ def save_untrained(size: str, path: str | Path, seed: int = 0) -> Path:
     """A randomly initialised BERT of ``size`` with the tokenizer: the "no pre-training" control."""
     path = Path(path)
     if not (path / "config.json").is_file():
+        from ..quiet import quiet_transformers
+
         tokenizer = load_tokenizer()
-        new_pretraining_model(size, len(tokenizer), seed).save_pretrained(path)
+        with quiet_transformers():
+            new_pretraining_model(size, len(tokenizer), seed).save_pretrained(path)
         tokenizer.save_pretrained(path)
     return path
 
