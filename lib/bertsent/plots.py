@@ -202,3 +202,27 @@ def pretraining_comparison(history: pd.DataFrame):
         axes[0, column].legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def selection_curves(history: pd.DataFrame, title: str = ""):
+    """STS-B dev Spearman of [CLS] (left) and the training loss (right) at every evaluation of several SG / SG-OPT
+    runs (one line per ``run``); the kept checkpoint of each run is circled.
+
+    ``history``: rows of :func:`bertsent.sg_experiments.run_history` with a ``run`` column.
+    """
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
+    for run, rows in history.groupby("run", sort=False):
+        line, = left.plot(rows["step"], rows["dev"], marker=".", label=run)
+        best = rows[rows["best"]]
+        left.scatter(best["step"], best["dev"], s=80, facecolors="none", edgecolors=line.get_color())
+        trained = rows[rows["step"] > 0]
+        right.plot(trained["step"], trained["loss"], color=line.get_color(), label=run)
+    left.set_xlabel("step")
+    left.set_ylabel("STS-B dev Spearman x 100 ([CLS])")
+    right.set_xlabel("step")
+    right.set_ylabel("running training loss")
+    right.set_yscale("log")
+    left.legend(fontsize=7, ncol=2)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig

@@ -36,6 +36,7 @@ ABLATIONS = {
     "no_head": ({"projection": False}, "no projection head f"),
     "mean_views": ({"view_pooling": "mean"}, "views mean-pooled (released code) instead of max-pooled (paper)"),
     "frozen_dropout": ({"frozen_dropout": True}, "BERT_F with dropout on (released code)"),
+    "lr_5e-4": ({"learning_rate": 5e-4}, "lr 5e-4 instead of 5e-5 (not in the paper: larger steps for a small model)"),
 }
 
 
@@ -44,6 +45,16 @@ def ablation_config(variant: str, seed: int, **base) -> SelfGuidedConfig:
     if variant not in ABLATIONS:
         raise ValueError(f"Unknown ablation {variant!r}. Known: {', '.join(ABLATIONS)}.")
     return SelfGuidedConfig(**{**base, **ABLATIONS[variant][0], "seed": seed})
+
+
+def run_history(backbone: str, train_data: str, config: SelfGuidedConfig, runs_dir: Path | None = None) -> pd.DataFrame:
+    """A finished run's evaluations: ``step``, ``dev`` (STS-B dev Spearman x 100 of [CLS]) and the running
+    ``loss``, with ``best`` marking the checkpoint that was kept."""
+    directory = Path(runs_dir or CACHE_DIR / "runs") / run_id(backbone, train_data, config)
+    summary = json.loads((directory / "train.json").read_text())
+    history = pd.DataFrame(summary["history"])
+    history["best"] = history["step"] == summary["best_step"]
+    return history
 
 
 def trained_scores(backbone: str, train_data: str, config: SelfGuidedConfig, datasets: dict[str, STSDataset],
