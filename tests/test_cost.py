@@ -27,4 +27,7 @@ def test_training_cost_reads_a_finished_run(tmp_path):
     (tmp_path / "train.json").write_text(json.dumps(
         {"backbone": "b", "config": {"loss": "opt3"}, "sentences": 100, "step": 7, "seconds": 14.0}))
     assert training_cost(tmp_path) == {"backbone": "b", "loss": "opt3", "sentences": 100, "steps": 7,
-                                       "seconds": 14.0, "seconds_per_step": 2.0}
+                                       "seconds": 14.0, "seconds_per_step": 2.0, "threads": None}
+    (tmp_path / "train.json").write_text(json.dumps(
+        {"backbone": "b", "config": {"loss": "opt3"}, "sentences": 100, "step": 7, "seconds": 14.0, "torch_threads": 2}))
+    assert training_cost(tmp_path)["threads"] == 2

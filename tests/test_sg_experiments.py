@@ -1,6 +1,7 @@
 import pandas as pd
 import pytest
 
+from bertsent import sg_experiments
 from bertsent.sg_experiments import claim_checks, run_id, verdict
 from bertsent.training import SelfGuidedConfig
 
@@ -93,3 +94,26 @@ def test_ablation_configs_change_one_thing():
         assert len(changed) == (variant != "sg_opt"), variant
     with pytest.raises(ValueError, match="Unknown ablation"):
         ablation_config("no_such_variant", seed=1)
+
+
+def test_domain_changes_are_source_minus_reference_per_backbone_and_method():
+    rows = []
+    for method, base in (("sg_opt", 50.0), ("whitening", 60.0)):
+        for train_data, shift in (("stsb_all", 0.0), ("snli", -3.0)):
+            seeds = [1, 2] if method == "sg_opt" else ["-"]
+            for seed in seeds:
+                for i, dataset in enumerate(["stsb", "sickr", "sts12", "sts13", "sts14", "sts15", "sts16"]):
+                    noise = 1.0 if seed == 1 else -1.0 if seed == 2 else 0.0
+                    rows.append({"backbone": "b", "method": method, "train_data": train_data, "seed": seed,
+                                 "dataset": dataset, "aggregation": "all", "spearman": base + shift + i + noise})
+    # a method seen on one training set only has no change to report
+    rows.append({"backbone": "b", "method": "sg", "train_data": "snli", "seed": 1, "dataset": "stsb",
+                 "aggregation": "all", "spearman": 1.0})
+    table = sg_experiments.domain_table(pd.DataFrame(rows))
+    assert table.loc[("b", "sg_opt", "stsb_all"), "stsb"] == pytest.approx(50.0)  # seeds +-1 cancel
+    assert table.loc[("b", "whitening", "snli"), "avg"] == pytest.approx(57.0 + 3.0)
+    paper = pd.DataFrame({"stsb": [-1.83, -12.16], "avg": [-1.63, -4.19]}, index=["sg_opt", "whitening"])
+    changes = sg_experiments.domain_changes(table, paper).set_index(["method", "score"])
+    assert set(changes.index.get_level_values("method")) == {"sg_opt", "whitening"}
+    assert changes.loc[("sg_opt", "avg"), "change"] == pytest.approx(-3.0)
+    assert changes.loc[("whitening", "stsb"), "paper_change"] == pytest.approx(-12.16)

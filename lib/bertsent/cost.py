@@ -55,4 +55,5 @@ def training_cost(run_dir: str | Path) -> dict:
     summary = json.loads((Path(run_dir) / "train.json").read_text())
     steps = summary["step"]
     return {"backbone": summary["backbone"], "loss": summary["config"]["loss"], "sentences": summary["sentences"],
-            "steps": steps, "seconds": summary["seconds"], "seconds_per_step": summary["seconds"] / max(steps, 1)}
+            "steps": steps, "seconds": summary["seconds"], "seconds_per_step": summary["seconds"] / max(steps, 1),
+            "threads": summary.get("torch_threads")}  # None: recorded only by runs since it was added

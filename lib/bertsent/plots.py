@@ -211,12 +211,15 @@ def selection_curves(history: pd.DataFrame, title: str = ""):
     ``history``: rows of :func:`bertsent.sg_experiments.run_history` with a ``run`` column.
     """
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
-    for run, rows in history.groupby("run", sort=False):
-        line, = left.plot(rows["step"], rows["dev"], marker=".", label=run)
+    runs = history.groupby("run", sort=False)
+    # one distinct colour per run: the default 10-colour cycle repeats from the eleventh run on
+    colours = sns.color_palette("tab10" if runs.ngroups <= 10 else "tab20", runs.ngroups)
+    for colour, (run, rows) in zip(colours, runs):
+        left.plot(rows["step"], rows["dev"], marker=".", color=colour, label=run)
         best = rows[rows["best"]]
-        left.scatter(best["step"], best["dev"], s=80, facecolors="none", edgecolors=line.get_color())
+        left.scatter(best["step"], best["dev"], s=80, facecolors="none", edgecolors=[colour])
         trained = rows[rows["step"] > 0]
-        right.plot(trained["step"], trained["loss"], color=line.get_color(), label=run)
+        right.plot(trained["step"], trained["loss"], color=colour, label=run)
     left.set_xlabel("step")
     left.set_ylabel("STS-B dev Spearman x 100 ([CLS])")
     right.set_xlabel("step")

@@ -188,3 +188,38 @@ def averages_for_claims(table: pd.DataFrame, backbone: str, train_data: str) -> 
     rows = table.loc[backbone]["avg"]
     return pd.Series({method: value for (method, data), value in rows.items()
                       if (data == train_data if method in METHOD_LOSSES else data in ("-", "stsb_all"))})
+
+
+def domain_table(scores: pd.DataFrame, aggregation: str = "all") -> pd.DataFrame:
+    """STS-B test and, where all seven datasets are present, the seven-set ``avg`` per (backbone, method,
+    train_data), each the mean over seeds.
+
+    ``scores``: columns backbone, method, train_data, seed, dataset, aggregation, spearman (``sg_domain.csv``).
+    """
+    keys = ["backbone", "method", "train_data"]
+    rows = scores[scores["aggregation"] == aggregation]
+    table = pd.DataFrame({"stsb": rows[rows["dataset"] == "stsb"].groupby(keys, sort=False)["spearman"].mean()})
+    if rows["dataset"].nunique() == 7:
+        table["avg"] = seed_averages(scores, keys, aggregation).groupby(keys, sort=False)["avg"].mean()
+    return table
+
+
+def domain_changes(table: pd.DataFrame, paper: pd.DataFrame, source: str = "snli",
+                   reference: str = "stsb_all") -> pd.DataFrame:
+    """What training (or fitting) on ``source`` sentences instead of ``reference`` sentences changes, per
+    backbone, method and score column of :func:`domain_table`, beside the paper's change.
+
+    ``paper``: the paper's changes indexed by method, one column per score (:func:`bertsent.reported.sg_opt_domain_changes`,
+    with flow renamed to the method that stands in for it). Methods trained on only one of the two sets are left out.
+    """
+    rows = []
+    for (backbone, method), group in table.groupby(level=["backbone", "method"], sort=False):
+        group = group.droplevel(["backbone", "method"])
+        if not {source, reference} <= set(group.index):
+            continue
+        for column in table.columns:
+            rows.append({"backbone": backbone, "method": method, "score": column,
+                         source: group.loc[source, column], reference: group.loc[reference, column],
+                         "change": group.loc[source, column] - group.loc[reference, column],
+                         "paper_change": paper.loc[method, column] if method in paper.index else float("nan")})
+    return pd.DataFrame(rows, columns=["backbone", "method", "score", source, reference, "change", "paper_change"])

@@ -212,7 +212,9 @@ def train_self_guided(backbone: str, sentences: list[str], dev: STSDataset, outp
     unwrapped.trained.load_state_dict(torch.load(output_dir / "best.pt", map_location="cpu"))
     if accelerator.is_main_process:
         save_sentence_transformer(unwrapped.trained, tokenizer, output_dir / "model")
-        summary = {"backbone": backbone, "config": asdict(config), "sentences": len(sentences), **state}
+        # the thread count when the run finished: the time per step means little without it
+        summary = {"backbone": backbone, "config": asdict(config), "sentences": len(sentences), **state,
+                   "torch_threads": torch.get_num_threads(), "processes": accelerator.num_processes}
         (output_dir / "train.json").write_text(json.dumps(summary, indent=2) + "\n")
     accelerator.wait_for_everyone()
     return TrainResult(output_dir, state["best_step"], state["best_dev"], state["step"], state["seconds"],
