@@ -15,9 +15,9 @@ import time
 import numpy as np
 from sentence_transformers import SentenceTransformer
 
-from bertsent.backbones import load_backbone
+from bertsent.encode.backbones import load_backbone
 from bertsent.data.sts import load_stsb
-from bertsent.encoder import Encoder
+from bertsent.encode.encoder import Encoder
 
 
 def main():

@@ -16,7 +16,7 @@ import time
 import torch
 from transformers import AutoTokenizer
 
-from bertsent.backbones import backbone_path
+from bertsent.encode.backbones import backbone_path
 from bertsent.data.sts import load_stsb
 from bertsent.losses import sg_opt3_loss, weight_distance_regularizer
 from bertsent.models import SelfGuidedModel, load_encoder

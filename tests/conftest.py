@@ -9,6 +9,6 @@ import pytest
 
 @pytest.fixture(scope="session")
 def minilm():
-    from bertsent.backbones import load_backbone
+    from bertsent.encode.backbones import load_backbone
 
     return load_backbone("all-minilm-l6-v2")

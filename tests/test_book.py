@@ -85,5 +85,6 @@ def test_fingerprint_covers_exactly_the_modules_a_notebook_imports():
 
     source = REPO_ROOT / load_config()["notebooks"]["layer_pooling"]["source"]
     names = {p.relative_to(REPO_ROOT / "lib").as_posix() for p in library_files(source)}
-    assert {"bertsent/encoder.py", "bertsent/pooling.py", "bertsent/data/manifest.py", "bertsent/__init__.py"} <= names
+    assert {"bertsent/encode/encoder.py", "bertsent/encode/pooling.py", "bertsent/encode/__init__.py",
+            "bertsent/report/io.py", "bertsent/data/manifest.py", "bertsent/__init__.py"} <= names
     assert not {n for n in names if n.startswith("bertsent/losses") or n == "bertsent/book.py"}

@@ -1,9 +1,11 @@
 """bertsent: BERT sentence embeddings, reproduced.
 
-The library behind the book: data loaders with checksums (``bertsent.data``), named offline
-backbones (``bertsent.backbones``), poolings (``bertsent.pooling``), an every-layer encoder
-(``bertsent.encoder``), STS evaluation (``bertsent.evaluation``), the book's tables
-(``bertsent.sts_tables``), plots (``bertsent.plots``) and the notebook runner (``bertsent.book``).
+The library behind the book, one package per stage: ``data`` (benchmark loaders with checksums, training
+sentences, the pre-training corpus and its examples) -> ``encode`` (backbones, poolings, the every-layer
+encoder, whitening) -> ``models`` and ``losses`` (SG / SG-OPT, BERT pre-training, classifiers) -> ``training``
+(SG / SG-OPT, BERT pre-training, GLUE fine-tuning) -> ``evaluation`` (STS, transfer, geometry) -> ``report``
+(tables, plots, the papers' numbers, atomic writers); ``experiments`` (the book's experiments, on top of the
+stages) and the notebook runner ``book``.
 """
 __version__ = "0.1.0"
 

@@ -20,13 +20,13 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import yaml
 
 from .paths import REPO_ROOT, RESULTS_DIR
+from .report.io import write_json_atomic
 
 PROFILES_FILE = REPO_ROOT / "notebooks" / "profiles.yml"
 RUNS_DIR = RESULTS_DIR / "runs"
@@ -136,15 +136,6 @@ def run_fingerprint(source: Path, parameters: dict) -> str:
     return digest.hexdigest()
 
 
-def _write_json_atomic(path: Path, payload: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(payload, handle, indent=2, sort_keys=True)
-        handle.write("\n")
-    os.replace(tmp, path)
-
-
 def run_notebook(name: str, profile: str = "quick", overrides: dict | None = None, force: bool = False,
                  output: Path | None = None, results_dir: Path | None = None, log=print) -> Path:
     """Execute one notebook (or reuse its committed results); returns the executed notebook's path.
@@ -181,7 +172,7 @@ def run_notebook(name: str, profile: str = "quick", overrides: dict | None = Non
         import torch, transformers
 
         written = sorted(str(p.relative_to(REPO_ROOT)) for p in _outputs_of(output))
-        _write_json_atomic(record_path, {
+        write_json_atomic(record_path, {
             "notebook": name, "profile": profile, "parameters": parameters, "fingerprint": fingerprint,
             "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "seconds": round(seconds, 1), "outputs": written,
             "library_files": [str(p.relative_to(REPO_ROOT)) for p in library_files(source)],

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ..paths import DATA_ENV_VAR, DOWNLOAD_DIR
-from .manifest import ChecksumError, ManifestEntry, load_manifest, sha256_of
+from ..report.io import sha256_of
+from .manifest import ChecksumError, ManifestEntry, load_manifest
 
 DERIVED_PREFIX = "derived:"
 

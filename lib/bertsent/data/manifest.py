@@ -6,12 +6,12 @@ run with a message that names the file and the fix, instead of producing quietly
 from __future__ import annotations
 
 import csv
-import hashlib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from ..paths import MANIFEST_PATH, DataNotFoundError, data_root
+from ..report.io import sha256_of
 
 FETCH_HINT = "python -m bertsent.data fetch --force"
 
@@ -33,14 +33,6 @@ def load_manifest(manifest_path: Path = MANIFEST_PATH) -> dict[str, ManifestEntr
     with open(manifest_path, newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     return {row["path"]: ManifestEntry(row["path"], row["sha256"], int(row["bytes"]), row["source"]) for row in rows}
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 @lru_cache(maxsize=None)

@@ -15,7 +15,7 @@ import copy
 import torch
 from torch import nn
 
-from ..pooling import max_pooling, mean_pooling
+from ..encode.pooling import max_pooling, mean_pooling
 from ..quiet import quiet_transformers
 
 VIEW_POOLINGS = {"max": max_pooling, "mean": mean_pooling}

@@ -1,4 +1,5 @@
-"""Trainers of the book's methods."""
+"""Trainers of the book's methods: SG / SG-OPT (``self_guided``, re-exported here), BERT pre-training
+(``pretraining``; ``python -m bertsent.training.pretraining``) and GLUE fine-tuning (``glue``)."""
 from .self_guided import SelfGuidedConfig, TrainResult, train_self_guided
 
 __all__ = ["SelfGuidedConfig", "TrainResult", "train_self_guided"]

@@ -7,9 +7,8 @@ Matthews correlation for CoLA, accuracy and F1 for MRPC, accuracy otherwise. The
 labels, so the dev set is both where the learning rate is chosen and where the score is read (as in the
 paper's dev-set tables); say so wherever a score is shown.
 
-A left-to-right model (the pre-training ablation, ``config.is_decoder``) keeps its causal attention when
-fine-tuned, as in the paper; its [CLS] state has seen nothing but itself, so the classifier reads the last
-token's state instead ([SEP], which has seen the whole input), as left-to-right models such as GPT do.
+The classifier on top of BERT is :func:`bertsent.models.classifiers.sequence_classifier` (a left-to-right
+model reads its last token instead of [CLS]; see that module).
 """
 from __future__ import annotations
 
@@ -27,6 +26,7 @@ from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 from tqdm import tqdm
 
 from ..data.glue import load_glue
+from ..models.classifiers import sequence_classifier
 from ..quiet import quiet_transformers
 
 LEARNING_RATES = (5e-5, 4e-5, 3e-5, 2e-5)
@@ -38,39 +38,6 @@ TASK_METRICS = {"CoLA": (("mcc",), "mcc"), "SST-2": (("accuracy",), "accuracy"),
 
 class FineTuningDivergedError(FloatingPointError):
     pass
-
-
-class LastTokenClassifier(torch.nn.Module):
-    """A causal BERT with a linear classifier on the state of each input's last token (see the module docstring)."""
-
-    def __init__(self, model_path: str, num_labels: int = 2):
-        from transformers import AutoModel
-
-        super().__init__()
-        self.bert = AutoModel.from_pretrained(model_path, add_pooling_layer=False)
-        self.dropout = torch.nn.Dropout(self.bert.config.hidden_dropout_prob)
-        self.classifier = torch.nn.Linear(self.bert.config.hidden_size, num_labels)
-        self.classifier.weight.data.normal_(0.0, self.bert.config.initializer_range)
-        self.classifier.bias.data.zero_()
-
-    def forward(self, input_ids, attention_mask, token_type_ids=None, labels=None):
-        from types import SimpleNamespace
-
-        states = self.bert(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
-                           use_cache=False).last_hidden_state
-        last = attention_mask.sum(dim=1) - 1
-        logits = self.classifier(self.dropout(states[torch.arange(len(states)), last]))
-        loss = torch.nn.functional.cross_entropy(logits, labels) if labels is not None else None
-        return SimpleNamespace(loss=loss, logits=logits)
-
-
-def sequence_classifier(model_path: str, num_labels: int = 2) -> torch.nn.Module:
-    """BERT's classifier ([CLS] -> pooler -> linear), or :class:`LastTokenClassifier` for a left-to-right model."""
-    from transformers import AutoConfig, AutoModelForSequenceClassification
-
-    if AutoConfig.from_pretrained(model_path).is_decoder:
-        return LastTokenClassifier(model_path, num_labels)
-    return AutoModelForSequenceClassification.from_pretrained(model_path, num_labels=num_labels)
 
 
 @dataclass

@@ -27,13 +27,14 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from ..backbones import TransformerBackbone, backbone_path
 from ..data.sts import STSDataset
-from ..encoder import Encoder
+from ..encode.backbones import TransformerBackbone, backbone_path
+from ..encode.encoder import Encoder
 from ..evaluation.sts import cosine_rows, evaluate_sts
 from ..losses import LOSSES, weight_distance_regularizer
 from ..models import SelfGuidedModel, load_encoder
 from ..quiet import quiet_transformers
+from ..report.io import atomic_torch_save
 
 
 class TrainingDivergedError(FloatingPointError):
@@ -96,12 +97,6 @@ def dev_score(model: SelfGuidedModel, tokenizer, dev: STSDataset, max_length: in
     return score["all"]
 
 
-def _atomic_torch_save(obj, path: Path) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
-
-
 def train_self_guided(backbone: str, sentences: list[str], dev: STSDataset, output_dir: str | Path,
                       config: SelfGuidedConfig | None = None, resume: bool = True, show_progress: bool = True,
                       callbacks=(), checkpoint_every: int = 200) -> TrainResult:
@@ -158,12 +153,12 @@ def train_self_guided(backbone: str, sentences: list[str], dev: STSDataset, outp
         if score > state["best_dev"]:
             state["best_dev"], state["best_step"] = score, state["step"]
             if accelerator.is_main_process:
-                _atomic_torch_save(unwrapped.trained.state_dict(), output_dir / "best.pt")
+                atomic_torch_save(unwrapped.trained.state_dict(), output_dir / "best.pt")
         for callback in callbacks:
             callback(state["step"], unwrapped, tokenizer)
         if accelerator.is_main_process and (state["step"] % checkpoint_every == 0 or state["step"] >= total_steps):
             trainable_names = {n for n, p in unwrapped.named_parameters() if p.requires_grad}
-            _atomic_torch_save({
+            atomic_torch_save({
                 "model": {k: v for k, v in unwrapped.state_dict().items() if k in trainable_names},
                 "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
                 "state": state, "config": asdict(config),
@@ -245,7 +240,7 @@ def main(argv=None) -> int:
     import dataclasses
 
     from ..data.sts import load_stsb
-    from .sentences import TRAINING_SETS, training_sentences
+    from ..data.sentences import TRAINING_SETS, training_sentences
 
     parser = argparse.ArgumentParser(description="Train SG / SG-OPT (Kim, Yoo and Lee 2021).")
     parser.add_argument("--backbone", required=True, help="registered name, local directory or hub id")

@@ -1,0 +1,133 @@
+"""Sentence encoding: one forward pass per batch yields every layer's pooled vectors.
+
+:class:`Encoder` encodes each distinct sentence once, in batches of sentences that have the same
+number of tokens (so no padding is computed and no attention mask is needed: the cheapest
+possible batch on a CPU), falling back to length-sorted padded batches where lengths are rare.
+Pooled vectors can be cached on disk, keyed by the backbone, the settings and the sentences.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm  # plain text bars: no widget dependency in notebooks
+
+from ..paths import CACHE_DIR
+from ..report.io import atomic_savez
+from .pooling import POOLINGS, pool_all_layers
+
+
+@dataclass
+class PooledEmbeddings:
+    """Pooled vectors of distinct sentences: ``vectors[pooling]`` has shape ``(layers, sentences, dim)``."""
+
+    sentences: list[str]
+    vectors: dict[str, np.ndarray]
+
+    def __post_init__(self):
+        self.row = {sentence: i for i, sentence in enumerate(self.sentences)}
+
+    @property
+    def n_layers(self) -> int:
+        return next(iter(self.vectors.values())).shape[0]
+
+    def lookup(self, sentences: list[str], pooling: str, layer: int) -> np.ndarray:
+        """Vectors of ``sentences`` (repeats allowed) for one pooling and layer: ``(len(sentences), dim)``."""
+        return self.vectors[pooling][layer, [self.row[s] for s in sentences]]
+
+
+def _batches(lengths: np.ndarray, batch_size: int, min_bucket: int) -> list[np.ndarray]:
+    """Group sentence indices into batches: one token length per batch where a length is common,
+    length-sorted padded batches for the rest."""
+    order = np.argsort(lengths, kind="stable")
+    batches, leftovers = [], []
+    for length in np.unique(lengths):
+        members = order[lengths[order] == length]
+        if len(members) < min_bucket:
+            leftovers.extend(members.tolist())
+            continue
+        batches.extend(members[i:i + batch_size] for i in range(0, len(members), batch_size))
+    leftovers = np.array(sorted(leftovers, key=lambda i: lengths[i]), dtype=int)
+    batches.extend(leftovers[i:i + batch_size] for i in range(0, len(leftovers), batch_size))
+    return batches
+
+
+class Encoder:
+    """Encode sentences with a backbone into every layer x pooling.
+
+    Example::
+
+        encoder = Encoder(load_backbone("all-minilm-l6-v2"))
+        pooled = encoder.encode(["a man plays a guitar .", "a woman slices an onion ."])
+        pooled.vectors["mean"].shape   # (7, 2, 384): embedding output + 6 layers
+    """
+
+    def __init__(self, backbone, batch_size: int = 64, max_length: int = 128, cache: bool | str | Path = False,
+                 show_progress: bool = True, min_bucket: int = 8):
+        self.backbone = backbone
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.cache_dir = (CACHE_DIR / "embeddings") if cache is True else (Path(cache) if cache else None)
+        self.show_progress = show_progress
+        self.min_bucket = min_bucket
+
+    def supported_poolings(self) -> tuple[str, ...]:
+        return getattr(self.backbone, "poolings", POOLINGS)
+
+    def encode(self, sentences: list[str], poolings=None) -> PooledEmbeddings:
+        """Pool every layer of each distinct sentence (all supported poolings unless ``poolings`` is given)."""
+        supported = self.supported_poolings()
+        poolings = tuple(poolings or supported)
+        unique = list(dict.fromkeys(sentences))
+        cache_file = self._cache_file(unique, supported)
+        if cache_file is not None and cache_file.is_file():
+            try:
+                with np.load(cache_file) as stored:
+                    return PooledEmbeddings(unique, {p: stored[p] for p in poolings})
+            except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+                cache_file.unlink()  # unreadable entry: recompute it
+        # A cached entry holds every supported pooling, so later calls asking for others hit it too.
+        computed = supported if cache_file is not None else poolings
+        if self.backbone.kind == "glove":
+            vectors = self.backbone.embed(unique, computed)
+        else:
+            vectors = self._encode_transformer(unique, computed)
+        if cache_file is not None:
+            atomic_savez(cache_file, vectors)
+        return PooledEmbeddings(unique, {p: vectors[p] for p in poolings})
+
+    @torch.inference_mode()
+    def _encode_transformer(self, sentences: list[str], poolings) -> dict[str, np.ndarray]:
+        tokenizer, model = self.backbone.tokenizer, self.backbone.model
+        token_ids = tokenizer(sentences, truncation=True, max_length=self.max_length)["input_ids"]
+        lengths = np.array([len(ids) for ids in token_ids])
+        out = {p: np.empty((self.backbone.n_layers, len(sentences), self.backbone.dim), dtype=np.float32) for p in poolings}
+        batches = _batches(lengths, self.batch_size, self.min_bucket)
+        progress = tqdm(total=len(sentences), desc=f"encoding ({self.backbone.name})", unit="sent",
+                        disable=not self.show_progress)
+        for batch in batches:
+            padded = tokenizer.pad({"input_ids": [token_ids[i] for i in batch]}, return_tensors="pt")
+            mask = padded["attention_mask"].to(self.backbone.device)
+            inputs = {"input_ids": padded["input_ids"].to(self.backbone.device)}
+            if not bool(mask.all()):  # equal-length batches need no mask
+                inputs["attention_mask"] = mask
+            hidden = model(**inputs, output_hidden_states=True).hidden_states
+            for pooling, tensor in pool_all_layers(hidden, mask, poolings).items():
+                out[pooling][:, batch] = tensor.float().cpu().numpy()
+            progress.update(len(batch))
+        progress.close()
+        return out
+
+    def _cache_file(self, unique: list[str], poolings) -> Path | None:
+        if self.cache_dir is None:
+            return None
+        key = hashlib.sha256(json.dumps(
+            [self.backbone.identity, self.max_length, list(poolings), unique], ensure_ascii=False
+        ).encode()).hexdigest()[:32]
+        return self.cache_dir / f"{self.backbone.name.replace('/', '_')}-{key}.npz"
+

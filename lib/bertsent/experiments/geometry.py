@@ -1,0 +1,123 @@
+"""The geometry chapter's tables: every readout of the book measured with :mod:`bertsent.evaluation.geometry`.
+
+A *readout* is one way of turning sentences into vectors (a backbone's pooling at a layer, optionally
+post-processed, or a trained model's [CLS]); each gets the same measurements on STS-B test: anisotropy over
+random pairs of distinct sentences, alignment over pairs with gold >= 4, uniformity, the singular-value
+spectrum, cosine similarities by gold band, and its STS average, so geometry can be read against quality.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from ..data.sentences import training_sentences
+from ..data.sts import STSDataset
+from ..encode.encoder import Encoder
+from ..evaluation.geometry import (
+    anisotropy,
+    cosine_by_gold_band,
+    geometry_summary,
+    make_geometry_callback,
+    singular_value_spectrum,
+)
+from ..paths import CACHE_DIR
+from ..training.self_guided import SelfGuidedConfig, train_self_guided
+from .runs import run_id
+from .self_guided import score_encoder
+
+
+@dataclass
+class Readout:
+    """Sentence vectors from ``encoder``: ``pooling`` at ``layer``, then ``transform`` (e.g. whitening)."""
+    backbone: str
+    method: str
+    encoder: Encoder
+    pooling: str = "cls"
+    layer: int = -1
+    transform: Callable[[np.ndarray], np.ndarray] | None = None
+
+    def vectors(self, sentences: list[str]) -> np.ndarray:
+        pooled = self.encoder.encode(sentences, [self.pooling])
+        vectors = pooled.lookup(sentences, self.pooling, self.layer % pooled.n_layers)
+        return self.transform(vectors) if self.transform is not None else vectors
+
+    def sts_scores(self, datasets: dict[str, STSDataset]) -> pd.DataFrame:
+        return score_encoder(self.encoder, datasets, self.pooling, self.layer, self.transform)
+
+
+def flat_pairs(dataset: STSDataset) -> tuple[list[str], list[str], np.ndarray]:
+    """All pairs of an STS dataset, subsets concatenated: (first sentences, second sentences, gold scores)."""
+    subsets = list(dataset.subsets.values())
+    return ([s for p in subsets for s in p.sentences1], [s for p in subsets for s in p.sentences2],
+            np.concatenate([np.asarray(p.scores, dtype=np.float64) for p in subsets]))
+
+
+def layer_anisotropy(encoder: Encoder, sentences: list[str], poolings, n_pairs: int = 10000,
+                     seed: int = 0) -> pd.DataFrame:
+    """Anisotropy of every hidden layer (0 = embeddings) and pooling, on the same random sentence pairs."""
+    sentences = list(dict.fromkeys(sentences))
+    pooled = encoder.encode(sentences, list(poolings))
+    rows = []
+    for pooling in poolings:
+        for layer in range(pooled.n_layers):
+            vectors = pooled.lookup(sentences, pooling, layer)
+            nonzero = np.linalg.norm(vectors, axis=1) > 0  # layer-0 [CLS] is one constant vector: still defined
+            rows.append((pooling, layer, anisotropy(vectors[nonzero], n_pairs=n_pairs, seed=seed)))
+    return pd.DataFrame(rows, columns=["pooling", "layer", "anisotropy"])
+
+
+def readout_geometry(readout: Readout, dataset: STSDataset, sts_datasets: dict[str, STSDataset] | None = None,
+                     threshold: float = 4.0, n_pairs: int = 10000, seed: int = 0,
+                     max_points: int = 5000) -> dict:
+    """Anisotropy, alignment, uniformity of one readout on ``dataset``; its STS average (``all``) if asked."""
+    first, second, gold = flat_pairs(dataset)
+    summary = geometry_summary(readout.vectors(first), readout.vectors(second), gold, threshold, n_pairs, seed,
+                               max_points)
+    row = {"backbone": readout.backbone, "method": readout.method, **summary}
+    if sts_datasets:
+        scores = readout.sts_scores(sts_datasets)
+        row["sts_avg"] = float(scores[scores["aggregation"] == "all"]["spearman"].mean())
+    return row
+
+
+def readout_cosine_bands(readout: Readout, dataset: STSDataset) -> pd.DataFrame:
+    """The cosine of every pair of ``dataset`` with its gold-score band, labelled with the readout."""
+    first, second, gold = flat_pairs(dataset)
+    bands = cosine_by_gold_band(readout.vectors(first), readout.vectors(second), gold)
+    return bands.assign(backbone=readout.backbone, method=readout.method)
+
+
+def readout_spectrum(readout: Readout, sentences: list[str], top: int = 100) -> pd.DataFrame:
+    """The largest ``top`` normalised singular values of the readout's (centred) sentence-vector matrix."""
+    values = singular_value_spectrum(readout.vectors(list(dict.fromkeys(sentences))))[:top]
+    return pd.DataFrame({"backbone": readout.backbone, "method": readout.method,
+                         "index": np.arange(1, len(values) + 1), "singular_value": values})
+
+
+def geometry_trajectory(backbone: str, train_data: str, config: SelfGuidedConfig, dataset: STSDataset,
+                        dev: STSDataset, data_dir=None, runs_dir: Path | None = None) -> pd.DataFrame:
+    """Train SG / SG-OPT recording ``dataset``'s geometry at every evaluation (or reuse a finished recording).
+
+    The run is the same as :func:`bertsent.experiments.runs.train_or_reuse`'s (same configuration and seed;
+    the recording only reads the model), kept in its own directory ``<run id>-geometry``. Returns one row
+    per evaluation: step, STS-B dev score, alignment, uniformity, anisotropy.
+    """
+    directory = Path(runs_dir or CACHE_DIR / "runs") / f"{run_id(backbone, train_data, config)}-geometry"
+    recording = directory / "geometry.csv"
+    if not ((directory / "train.json").is_file() and recording.is_file()):
+        # an interrupted recording cannot be resumed (the callback's early records would be missing)
+        if (directory / "checkpoint.pt").is_file():
+            (directory / "checkpoint.pt").unlink()
+        callback = make_geometry_callback(dataset, max_length=config.max_length)
+        result = train_self_guided(backbone, training_sentences(train_data, data_dir), dev, directory, config,
+                                   resume=False, show_progress=False, callbacks=[callback])
+        frame = callback.to_frame().merge(pd.DataFrame(result.history)[["step", "dev"]], on="step")
+        frame.to_csv(recording, index=False)
+        (directory / "recording.json").write_text(json.dumps({"config": asdict(config), "backbone": backbone,
+                                                              "train_data": train_data}, indent=2) + "\n")
+    return pd.read_csv(recording)

@@ -1,0 +1,121 @@
+"""The STS tables of the book, as functions: every layer x pooling of a backbone, and the untrained baselines."""
+from __future__ import annotations
+
+import pandas as pd
+
+from ..data.sts import STS_DATASETS, STSDataset, load_sts
+from ..encode.encoder import Encoder
+from ..evaluation.sts import AGGREGATIONS, cosine_rows, evaluate_sts
+
+LAYER_POOLING_COLUMNS = ["backbone", "dataset", "layer", "pooling", "aggregation", "spearman"]
+BASELINE_COLUMNS = ["backbone", "method", "dataset", "aggregation", "spearman"]
+# baseline method -> (pooling, layer); layer -1 is the last layer
+BASELINE_METHODS = {"cls": ("cls", -1), "mean": ("mean", -1), "first_last_avg": ("first_last_avg", -1)}
+GLOVE_METHOD = "glove_mean"
+
+
+def load_sts_datasets(names=STS_DATASETS, data_dir=None, max_pairs: int | None = None) -> dict[str, STSDataset]:
+    """The test splits of the named STS datasets; ``max_pairs`` keeps the first pairs of each subset (smoke runs)."""
+    datasets = {name: load_sts(name, "test", data_dir) for name in names}
+    if max_pairs:
+        datasets = {name: d.head(max_pairs) for name, d in datasets.items()}
+    return datasets
+
+
+def layer_pooling_scores(encoder: Encoder, datasets: dict[str, STSDataset], poolings=None,
+                         layers=None, transform=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Spearman x 100 for every dataset x layer x pooling.
+
+    ``transform``: applied to the vectors before the cosine (e.g. whitening). Returns ``(table, subsets)``:
+    ``table`` has :data:`LAYER_POOLING_COLUMNS` with both aggregations for every dataset; ``subsets`` holds
+    the per-subset scores (column ``subset`` added).
+    """
+    def vectors(pooled, sentences, pooling, layer):
+        found = pooled.lookup(sentences, pooling, layer)
+        return transform(found) if transform is not None else found
+
+    backbone = encoder.backbone
+    poolings = list(poolings or encoder.supported_poolings())
+    rows, subset_rows = [], []
+    for name, dataset in datasets.items():
+        pooled = encoder.encode(dataset.sentences(), poolings)
+        for layer in (range(pooled.n_layers) if layers is None else [l % pooled.n_layers for l in layers]):
+            for pooling in poolings:
+                def similarity(first, second):
+                    return cosine_rows(vectors(pooled, first, pooling, layer), vectors(pooled, second, pooling, layer))
+
+                scores = evaluate_sts(dataset, similarity)
+                for aggregation in AGGREGATIONS:
+                    rows.append((backbone.name, name, layer, pooling, aggregation, scores[aggregation]))
+                for subset, value in scores.subsets.items():
+                    subset_rows.append((backbone.name, name, subset, scores.sizes[subset], layer, pooling, value))
+    table = pd.DataFrame(rows, columns=LAYER_POOLING_COLUMNS)
+    subsets = pd.DataFrame(subset_rows, columns=["backbone", "dataset", "subset", "pairs", "layer", "pooling", "spearman"])
+    return table, subsets
+
+
+def baseline_scores(encoder: Encoder, datasets: dict[str, STSDataset]) -> pd.DataFrame:
+    """Untrained baselines: GloVe mean for a GloVe backbone; last-layer [CLS], mean and first-last average otherwise."""
+    backbone = encoder.backbone
+    if backbone.kind == "glove":
+        table, _ = layer_pooling_scores(encoder, datasets, ["mean"], layers=[0])
+        table["method"] = GLOVE_METHOD
+    else:
+        poolings = [pooling for pooling, _ in BASELINE_METHODS.values()]
+        table, _ = layer_pooling_scores(encoder, datasets, poolings, layers=[-1])
+        table["method"] = table["pooling"].map({p: m for m, (p, _) in BASELINE_METHODS.items()})
+    return table[BASELINE_COLUMNS]
+
+
+def sts_average(table: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Mean over the seven STS datasets (the papers' "avg" column), per group and aggregation.
+
+    The average is NaN when a dataset is missing or undefined, so a partial average is never shown as complete.
+    """
+    def mean_of_seven(values: pd.Series) -> float:
+        return values.mean(skipna=False) if len(values) == len(STS_DATASETS) else float("nan")
+
+    return table.groupby(by + ["aggregation"], sort=False)["spearman"].agg(mean_of_seven).reset_index()
+
+
+def layer_pooling_grid(table: pd.DataFrame, dataset: str = "stsb", aggregation: str = "all") -> pd.DataFrame:
+    """``layer x pooling`` grid for one dataset, or for ``dataset="avg"`` the mean over the seven STS sets."""
+    rows = table[table["aggregation"] == aggregation]
+    if dataset == "avg":
+        rows = sts_average(rows, ["backbone", "layer", "pooling"])
+    else:
+        rows = rows[rows["dataset"] == dataset]
+    poolings = list(dict.fromkeys(table["pooling"]))
+    return rows.pivot_table(index="layer", columns="pooling", values="spearman", dropna=False)[poolings]
+
+
+def grid_extremes(grid: pd.DataFrame) -> dict[str, dict]:
+    """The best and worst defined cells of a grid: ``{"best": {layer, pooling, spearman}, "worst": {...}}``."""
+    cells = grid.stack().dropna()
+    return {
+        kind: {"layer": int(index[0]), "pooling": index[1], "spearman": float(cells[index])}
+        for kind, index in (("best", cells.idxmax()), ("worst", cells.idxmin()))
+    }
+
+
+def figure1_checks(grid: pd.DataFrame, shallow_layers=(1, 2, 3)) -> dict:
+    """What a layer x pooling grid says about the two claims of the SG-OPT paper's Figure 1.
+
+    Claim 1, the spread: best and worst defined cells. Claim 2, the obvious readout is poor: the rank of the
+    last layer's [CLS] among all defined cells (1 = best), the best shallow-layer cell, and at how many layers
+    [CLS] is the weakest pooling.
+    """
+    cells = grid.stack().dropna()
+    last_cls = float(grid.loc[grid.index.max(), "cls"])
+    shallow = grid.loc[list(shallow_layers)].stack().dropna()
+    defined_cls = grid["cls"].dropna().index
+    return {
+        **grid_extremes(grid),
+        "spread": float(cells.max() - cells.min()),
+        "last_cls": last_cls,
+        "last_cls_rank": int((cells > last_cls).sum()) + 1,
+        "cells": len(cells),
+        "best_shallow": {"layer": int(shallow.idxmax()[0]), "pooling": shallow.idxmax()[1], "spearman": float(shallow.max())},
+        "cls_weakest_layers": int((grid.loc[defined_cls].idxmin(axis=1) == "cls").sum()),
+        "cls_layers": len(defined_cls),
+    }

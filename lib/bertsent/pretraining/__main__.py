@@ -1,3 +1,0 @@
-from .trainer import main
-
-raise SystemExit(main())

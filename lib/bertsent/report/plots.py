@@ -1,0 +1,231 @@
+"""Figures of the book."""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+POOLING_LABELS = {"cls": "[CLS]", "mean": "mean", "max": "max", "first_last_avg": "first-last avg"}
+
+
+def layer_pooling_heatmap(grid: pd.DataFrame, title: str, ax=None, vmin=None, vmax=None):
+    """Heatmap of a ``layer x pooling`` grid of Spearman x 100; undefined cells are drawn as hatched "n/a".
+
+    ``grid``: index = layer, columns = pooling.
+    """
+    ax = ax or plt.gca()
+    grid = grid.rename(columns=POOLING_LABELS)
+    sns.heatmap(grid, annot=True, fmt=".1f", cmap="viridis", vmin=vmin, vmax=vmax, ax=ax,
+                cbar_kws={"label": "Spearman x 100"}, linewidths=0.5, linecolor="white")
+    for (row, col), value in np.ndenumerate(grid.to_numpy()):
+        if np.isnan(value):
+            ax.add_patch(plt.Rectangle((col, row), 1, 1, fill=False, hatch="//", edgecolor="0.6", lw=0))
+            ax.text(col + 0.5, row + 0.5, "n/a", ha="center", va="center", fontsize=8, color="0.4")
+    ax.set_title(title)
+    ax.set_xlabel("pooling")
+    ax.set_ylabel("layer (0 = embeddings)")
+    return ax
+
+
+def layer_pooling_figure(grids: dict[str, pd.DataFrame], backbone: str):
+    """One row of heatmaps (e.g. STS-B test and the STS average) for a backbone, on a shared colour scale."""
+    values = np.concatenate([g.to_numpy().ravel() for g in grids.values()])
+    vmin, vmax = np.nanmin(values), np.nanmax(values)
+    n_layers = max(len(g) for g in grids.values())
+    fig, axes = plt.subplots(1, len(grids), figsize=(5.2 * len(grids), 1.2 + 0.45 * n_layers), squeeze=False)
+    for ax, (title, grid) in zip(axes[0], grids.items()):
+        layer_pooling_heatmap(grid, f"{backbone}: {title}", ax=ax, vmin=vmin, vmax=vmax)
+    fig.tight_layout()
+    return fig
+
+
+METHOD_LABELS = {"cls": "[CLS]", "mean": "mean", "whitening": "whitening", "sg": "SG", "sg_opt": "SG-OPT",
+                 "glove_mean": "GloVe mean"}
+
+
+def anisotropy_curves(table: pd.DataFrame):
+    """Anisotropy against layer, one panel per backbone, one line per pooling.
+
+    ``table``: columns backbone, pooling, layer, anisotropy.
+    """
+    backbones = list(dict.fromkeys(table["backbone"]))
+    fig, axes = plt.subplots(1, len(backbones), figsize=(4.6 * len(backbones), 3.6), squeeze=False, sharey=True)
+    for ax, backbone in zip(axes[0], backbones):
+        rows = table[table["backbone"] == backbone]
+        for pooling, line in rows.groupby("pooling", sort=False):
+            ax.plot(line["layer"], line["anisotropy"], marker="o", ms=3, label=POOLING_LABELS.get(pooling, pooling))
+        ax.set_title(backbone)
+        ax.set_xlabel("layer (0 = embeddings)")
+        ax.axhline(0, color="0.7", lw=0.8)
+    axes[0][0].set_ylabel("mean cosine of random pairs")
+    axes[0][-1].legend(title="pooling", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def alignment_uniformity_map(methods: pd.DataFrame, trajectory: pd.DataFrame | None = None,
+                             trajectory_label: str = "SG-OPT during training"):
+    """Wang and Isola's map: uniformity (x) against alignment (y), both lower-is-better, points coloured
+    by STS average; an optional training trajectory drawn as a line from step 0 to the end.
+
+    ``methods``: columns backbone, method, alignment, uniformity, sts_avg;
+    ``trajectory``: columns step, alignment, uniformity.
+    """
+    fig, ax = plt.subplots(figsize=(7.2, 5.2))
+    markers = dict(zip(dict.fromkeys(methods["backbone"]), "osD^vP*X"))
+    norm = plt.Normalize(methods["sts_avg"].min(), methods["sts_avg"].max())
+    for _, row in methods.iterrows():
+        ax.scatter(row["uniformity"], row["alignment"], c=[row["sts_avg"]], cmap="viridis", norm=norm, s=70,
+                   marker=markers[row["backbone"]], edgecolors="black", linewidths=0.5, zorder=3)
+        ax.annotate(METHOD_LABELS.get(row["method"], row["method"]), (row["uniformity"], row["alignment"]),
+                    textcoords="offset points", xytext=(5, 4), fontsize=8)
+    if trajectory is not None and len(trajectory):
+        ax.plot(trajectory["uniformity"], trajectory["alignment"], color="tab:red", lw=1, marker=".", ms=4,
+                zorder=2, label=trajectory_label)
+        first, last = trajectory.iloc[0], trajectory.iloc[-1]
+        ax.annotate(f"step {int(first['step'])}", (first["uniformity"], first["alignment"]), fontsize=7,
+                    color="tab:red", xytext=(-10, -12), textcoords="offset points")
+        ax.annotate(f"step {int(last['step'])}", (last["uniformity"], last["alignment"]), fontsize=7,
+                    color="tab:red", xytext=(-10, 6), textcoords="offset points")
+    for backbone, marker in markers.items():
+        ax.scatter([], [], marker=marker, color="0.5", label=backbone)
+    fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap="viridis"), ax=ax, label="STS average (Spearman x 100)")
+    ax.set_xlabel("uniformity (log E exp(-2||x-y||²), lower = more uniform)")
+    ax.set_ylabel("alignment (E||x-y||² over gold >= 4 pairs, lower = closer)")
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    return fig
+
+
+def cosine_band_histograms(bands: pd.DataFrame, readouts: list[tuple[str, str]]):
+    """Densities of pair cosine by gold-score band, one panel per (backbone, method) readout.
+
+    ``bands``: columns backbone, method, cosine, band (as from ``cosine_by_gold_band``).
+    """
+    fig, axes = plt.subplots(1, len(readouts), figsize=(4.2 * len(readouts), 3.4), squeeze=False)
+    palette = sns.color_palette("coolwarm", n_colors=bands["band"].nunique())
+    for ax, (backbone, method) in zip(axes[0], readouts):
+        rows = bands[(bands["backbone"] == backbone) & (bands["method"] == method)]
+        sns.kdeplot(data=rows, x="cosine", hue="band", common_norm=False, palette=palette, ax=ax, fill=True,
+                    alpha=0.25, lw=1, warn_singular=False)
+        ax.set_title(f"{backbone}: {METHOD_LABELS.get(method, method)}", fontsize=10)
+        ax.set_xlim(-0.3, 1.0)
+    fig.tight_layout()
+    return fig
+
+
+def spectra_plot(spectra: pd.DataFrame):
+    """Normalised singular values (log scale) of each readout's sentence-vector matrix: a flat spectrum
+    spreads the vectors over many directions, a steep one crowds them into a few."""
+    backbones = list(dict.fromkeys(spectra["backbone"]))
+    fig, axes = plt.subplots(1, len(backbones), figsize=(4.6 * len(backbones), 3.4), squeeze=False, sharey=True)
+    for ax, backbone in zip(axes[0], backbones):
+        rows = spectra[spectra["backbone"] == backbone]
+        for method, line in rows.groupby("method", sort=False):
+            ax.plot(line["index"], line["singular_value"], label=METHOD_LABELS.get(method, method))
+        ax.set_yscale("log")
+        ax.set_title(backbone)
+        ax.set_xlabel("component")
+    axes[0][0].set_ylabel("singular value / largest")
+    axes[0][-1].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def pretraining_curves(history: pd.DataFrame, title: str = ""):
+    """Loss (training and held-out MLM) and held-out MLM / NSP accuracy against tokens seen.
+
+    ``history``: a pre-training run's ``history.csv`` (columns tokens, train_loss, heldout_mlm_loss,
+    heldout_mlm_accuracy and, with NSP, heldout_nsp_accuracy).
+    """
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    millions = history["tokens"] / 1e6
+    left.plot(millions, history["train_loss"], marker=".", label="training loss (MLM + NSP, running mean)")
+    left.plot(millions, history["heldout_mlm_loss"], marker=".", label="held-out MLM loss")
+    left.set_xlabel("tokens seen (millions)")
+    left.set_ylabel("cross-entropy")
+    left.legend(fontsize=8)
+    right.plot(millions, 100 * history["heldout_mlm_accuracy"], marker=".", label="held-out MLM accuracy")
+    if "heldout_nsp_accuracy" in history:
+        right.plot(millions, 100 * history["heldout_nsp_accuracy"], marker=".", label="held-out NSP accuracy")
+    right.axhline(50, color="0.7", lw=0.8, ls="--")
+    right.set_xlabel("tokens seen (millions)")
+    right.set_ylabel("accuracy (%)")
+    right.legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def ablation_changes(table: pd.DataFrame, backbone: str, reference: str = "sg_opt"):
+    """Each ablation's change in STS average from SG-OPT: ours (bars; the shaded band is two standard
+    deviations of SG-OPT over its seeds) beside the paper's (diamonds, BERT-base).
+
+    ``table``: :func:`bertsent.experiments.self_guided.ablation_table` rows.
+    """
+    rows = table[(table["backbone"] == backbone) & (table["variant"] != reference)]
+    spread = table[(table["backbone"] == backbone) & (table["variant"] == reference)]["std"].fillna(0).iloc[0]
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(rows) + 1.2))
+    y = np.arange(len(rows))
+    ax.barh(y, rows["change"], color="tab:blue", alpha=0.8, label=f"ours ({backbone})")
+    ax.scatter(rows["paper_change"], y, marker="D", color="tab:red", zorder=3, label="paper (BERT-base)")
+    ax.axvspan(-2 * spread, 2 * spread, color="0.85", zorder=0, label="SG-OPT seed spread (2 sd)")
+    ax.axvline(0, color="0.3", lw=0.8)
+    ax.set_yticks(y, rows["variant"])
+    ax.invert_yaxis()
+    ax.set_xlabel(f"change in STS average from {reference} (Spearman x 100)")
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def pretraining_comparison(history: pd.DataFrame):
+    """Held-out loss and accuracy against tokens seen for several pre-training runs (one line per ``run``).
+
+    ``history``: rows of several runs' ``history.csv`` with a ``run`` column. Masked-LM and left-to-right
+    losses predict different things (a hidden token from both sides; the next token from the left), so each
+    objective gets its own panels.
+    """
+    metrics = [m for m in ("mlm", "ltr", "nsp") if f"heldout_{m}_loss" in history and history[f"heldout_{m}_loss"].notna().any()]
+    fig, axes = plt.subplots(2, len(metrics), figsize=(4.2 * len(metrics), 6.5), squeeze=False)
+    for column, metric in enumerate(metrics):
+        for run, rows in history.dropna(subset=[f"heldout_{metric}_loss"]).groupby("run", sort=False):
+            millions = rows["tokens"] / 1e6
+            axes[0, column].plot(millions, rows[f"heldout_{metric}_loss"], marker=".", label=run)
+            axes[1, column].plot(millions, 100 * rows[f"heldout_{metric}_accuracy"], marker=".", label=run)
+        axes[0, column].set_title(f"held-out {metric.upper()}")
+        axes[0, column].set_ylabel("loss (nats)")
+        axes[1, column].set_ylabel("accuracy (%)")
+        axes[1, column].set_xlabel("tokens seen (millions)")
+        axes[0, column].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def selection_curves(history: pd.DataFrame, title: str = ""):
+    """STS-B dev Spearman of [CLS] (left) and the training loss (right) at every evaluation of several SG / SG-OPT
+    runs (one line per ``run``); the kept checkpoint of each run is circled.
+
+    ``history``: rows of :func:`bertsent.experiments.runs.run_history` with a ``run`` column.
+    """
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
+    runs = history.groupby("run", sort=False)
+    # one distinct colour per run: the default 10-colour cycle repeats from the eleventh run on
+    colours = sns.color_palette("tab10" if runs.ngroups <= 10 else "tab20", runs.ngroups)
+    for colour, (run, rows) in zip(colours, runs):
+        left.plot(rows["step"], rows["dev"], marker=".", color=colour, label=run)
+        best = rows[rows["best"]]
+        left.scatter(best["step"], best["dev"], s=80, facecolors="none", edgecolors=[colour])
+        trained = rows[rows["step"] > 0]
+        right.plot(trained["step"], trained["loss"], color=colour, label=run)
+    left.set_xlabel("step")
+    left.set_ylabel("STS-B dev Spearman x 100 ([CLS])")
+    right.set_xlabel("step")
+    right.set_ylabel("running training loss")
+    right.set_yscale("log")
+    left.legend(fontsize=7, ncol=2)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig

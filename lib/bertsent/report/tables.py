@@ -1,0 +1,34 @@
+"""Writing results: tables go to CSV under ``results/`` atomically, and say where they went."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ..paths import REPO_ROOT, RESULTS_DIR
+from .io import write_csv_atomic
+
+
+def results_path(results_dir, *parts: str) -> Path:
+    """``results_dir`` (default: the repository's ``results/``) joined with ``parts``."""
+    return Path(results_dir or RESULTS_DIR).joinpath(*parts)
+
+
+def format_float(value: float) -> str:
+    """Four decimals (scores, seconds), but four significant digits below 0.01, so that a learning rate of
+    5e-5 is not written as 0.0001."""
+    if value != 0 and abs(value) < 0.01:
+        return f"{value:.4g}"
+    return f"{value:.4f}"
+
+
+def write_table(table: pd.DataFrame, path: Path) -> Path:
+    """Write a CSV atomically (a crash never leaves half a file) and print ``wrote <path>``.
+
+    Floats are written by :func:`format_float`; undefined scores (NaN) as empty fields.
+    """
+    path = Path(path)
+    write_csv_atomic(table, path, index=False, float_format=format_float, na_rep="")
+    shown = path.resolve().relative_to(REPO_ROOT) if path.resolve().is_relative_to(REPO_ROOT) else path
+    print(f"wrote {shown}")
+    return path

@@ -1,0 +1,34 @@
+"""BERT's pre-training ablations in miniature (``bertsent.experiments.bert_ablations``): rows and claims."""
+import pytest
+
+
+def test_ablation_rows_share_everything_but_size_and_objective():
+    from dataclasses import asdict
+
+    from bertsent.experiments.bert_ablations import ablation_config
+
+    a, b = asdict(ablation_config("tiny", "mlm_nsp", 265)), asdict(ablation_config("mini", "ltr", 265))
+    assert {k for k in a if a[k] != b[k]} == {"size", "objective"}
+    assert a["max_steps"] == 265 and a["eval_every"] == 53
+
+
+def test_glue_claims_are_read_against_the_dev_set_noise():
+    import pandas as pd
+
+    from bertsent.experiments.bert_ablations import compare_rows, difference_tolerance, glue_scores
+
+    searches = pd.DataFrame([
+        {"model": "big", "task": "RTE", "accuracy": 70.0, "dev_examples": 277, "chosen": True},
+        {"model": "big", "task": "RTE", "accuracy": 60.0, "dev_examples": 277, "chosen": False},
+        {"model": "small", "task": "RTE", "accuracy": 55.0, "dev_examples": 277, "chosen": True},
+        {"model": "big", "task": "SST-2", "accuracy": 80.0, "dev_examples": 872, "chosen": True},
+        {"model": "small", "task": "SST-2", "accuracy": 79.0, "dev_examples": 872, "chosen": True},
+    ])
+    scores = glue_scores(searches)
+    assert scores.loc["big", "RTE"] == 70.0 and scores.loc["big", "glue"] == 75.0  # the chosen run only
+    # two standard errors of a difference of two accuracies near 62.5% on 277 examples
+    assert difference_tolerance("RTE", 277, 62.5) == pytest.approx(200 * (2 * 0.625 * 0.375 / 277) ** 0.5)
+    checks = compare_rows(scores, searches, "big", "small").set_index("task")
+    assert checks.loc["RTE", "verdict"] == "reproduced"        # 15 points > 8.2
+    assert checks.loc["SST-2", "verdict"] == "inconclusive"    # 1 point < 3.9
+    assert checks.loc["RTE", "difference"] == 15.0

@@ -1,0 +1,33 @@
+import json
+import time
+
+import pytest
+
+from bertsent.experiments.cost import inference_times, median_seconds, training_cost
+
+
+def test_median_seconds_measures_the_call():
+    assert 0.02 <= median_seconds(lambda: time.sleep(0.025), repeats=3, warmup=0) < 0.5
+    with pytest.raises(ValueError, match="repeats"):
+        median_seconds(lambda: None, repeats=0)
+
+
+def test_inference_times_gives_ratios_to_the_peer():
+    calls = []
+    readouts = {"fast": lambda s: calls.append("fast"), "slow": lambda s: (time.sleep(0.03), calls.append("slow"))}
+    table = inference_times(readouts, ["a", "b"], peer="fast", repeats=2).set_index("readout")
+    assert table.loc["fast", "ratio_to_peer"] == 1.0
+    assert table.loc["slow", "ratio_to_peer"] > 1.0
+    assert calls == ["fast", "slow"] * 3  # warm-up, then interleaved repeats
+    with pytest.raises(ValueError, match="peer"):
+        inference_times(readouts, ["a"], peer="mean")
+
+
+def test_training_cost_reads_a_finished_run(tmp_path):
+    (tmp_path / "train.json").write_text(json.dumps(
+        {"backbone": "b", "config": {"loss": "opt3"}, "sentences": 100, "step": 7, "seconds": 14.0}))
+    assert training_cost(tmp_path) == {"backbone": "b", "loss": "opt3", "sentences": 100, "steps": 7,
+                                       "seconds": 14.0, "seconds_per_step": 2.0, "threads": None}
+    (tmp_path / "train.json").write_text(json.dumps(
+        {"backbone": "b", "config": {"loss": "opt3"}, "sentences": 100, "step": 7, "seconds": 14.0, "torch_threads": 2}))
+    assert training_cost(tmp_path)["threads"] == 2

@@ -1,0 +1,53 @@
+import math
+
+import pandas as pd
+
+from bertsent.encode.encoder import Encoder
+from bertsent.experiments.sts_tables import (LAYER_POOLING_COLUMNS, baseline_scores, grid_extremes, layer_pooling_grid,
+                                             layer_pooling_scores, load_sts_datasets, sts_average)
+
+
+def test_layer_pooling_rows_cover_the_grid(minilm):
+    datasets = load_sts_datasets(["stsb", "sts13"], max_pairs=20)
+    table, subsets = layer_pooling_scores(Encoder(minilm, show_progress=False), datasets)
+    assert list(table.columns) == LAYER_POOLING_COLUMNS
+    assert len(table) == 2 * 7 * 4 * 2  # datasets x layers x poolings x aggregations
+    assert set(subsets["subset"]) == {"test", "FNWN", "headlines", "OnWN"}
+    layer0_cls = table[(table.layer == 0) & (table.pooling == "cls")]["spearman"]
+    assert layer0_cls.isna().all()  # the same vector for every sentence: undefined
+    assert table[(table.layer > 0) | (table.pooling != "cls")]["spearman"].notna().all()
+    grid = layer_pooling_grid(table, "stsb")
+    assert grid.shape == (7, 4) and math.isnan(grid.loc[0, "cls"])
+    extremes = grid_extremes(grid)
+    assert extremes["best"]["spearman"] == grid.max().max()
+
+
+def test_baselines_use_the_last_layer(minilm):
+    datasets = load_sts_datasets(["stsb"], max_pairs=30)
+    encoder = Encoder(minilm, show_progress=False)
+    baselines = baseline_scores(encoder, datasets)
+    full, _ = layer_pooling_scores(encoder, datasets)
+    last = full[full.layer == 6].set_index(["pooling", "aggregation"])["spearman"]
+    for row in baselines.itertuples():
+        assert math.isclose(row.spearman, last[(row.method, row.aggregation)])
+
+
+def test_sts_average_needs_all_seven():
+    rows = pd.DataFrame({"m": ["x"] * 7, "dataset": list("abcdefg"), "aggregation": "all", "spearman": range(7)})
+    assert sts_average(rows, ["m"])["spearman"].iloc[0] == 3.0
+    assert math.isnan(sts_average(rows.iloc[:6], ["m"])["spearman"].iloc[0])
+
+
+def test_figure1_checks_on_a_hand_made_grid():
+    from bertsent.experiments.sts_tables import figure1_checks
+
+    grid = pd.DataFrame({"cls": [float("nan"), 10.0, 20.0, 30.0, 70.0],
+                         "mean": [50.0, 40.0, 45.0, 55.0, 80.0],
+                         "max": [60.0, 65.0, 35.0, 25.0, 60.0]}, index=range(5))
+    checks = figure1_checks(grid)
+    assert checks["best"] == {"layer": 4, "pooling": "mean", "spearman": 80.0}
+    assert checks["worst"] == {"layer": 1, "pooling": "cls", "spearman": 10.0}
+    assert checks["spread"] == 70.0
+    assert checks["last_cls"] == 70.0 and checks["last_cls_rank"] == 2 and checks["cells"] == 14
+    assert checks["best_shallow"] == {"layer": 1, "pooling": "max", "spearman": 65.0}
+    assert checks["cls_weakest_layers"] == 2 and checks["cls_layers"] == 4  # layers 1 and 2; at 3 max is lower

@@ -1,0 +1,54 @@
+"""GLUE fine-tuning: metrics, the recipe's learning-rate choice, a tiny end-to-end run."""
+import pytest
+
+from bertsent.training.glue import GlueConfig, finetune_glue, glue_learning_rate_search, glue_metrics
+
+
+def test_glue_metrics_match_their_definitions():
+    assert glue_metrics("CoLA", [0, 1, 1, 0], [0, 1, 1, 0]) == {"mcc": 100.0}
+    assert glue_metrics("CoLA", [0, 1, 1, 0], [1, 0, 0, 1])["mcc"] == pytest.approx(-100.0)
+    # MRPC: 3 of 4 right; precision 2/2, recall 2/3 -> F1 0.8
+    assert glue_metrics("MRPC", [1, 1, 1, 0], [1, 1, 0, 0]) == pytest.approx({"accuracy": 75.0, "f1": 80.0})
+    assert glue_metrics("RTE", [0, 1], [1, 1]) == {"accuracy": 50.0}
+
+
+@pytest.fixture(scope="module")
+def tiny_pretrained(tmp_path_factory):
+    from bertsent.training.pretraining import PretrainingConfig, pretrain
+
+    out = tmp_path_factory.mktemp("bert")
+    pretrain(out, PretrainingConfig(size="tiny", batch_size=8, max_length=64, max_steps=2, eval_every=2,
+                                    eval_instances=16, mixed_precision="no", corpus_files=("enwiki-2018.txt.xz",)),
+             show_progress=False)
+    return str(out / "model")
+
+
+def test_finetune_and_choose_the_learning_rate(tiny_pretrained):
+    table = glue_learning_rate_search(tiny_pretrained, "MRPC", learning_rates=(5e-5, 2e-5), max_train_examples=64,
+                                      epochs=1)
+    assert list(table["learning_rate"]) == [5e-5, 2e-5]
+    assert table["chosen"].sum() == 1
+    assert table.loc[table["chosen"], "accuracy"].item() == table["accuracy"].max()
+    assert set(table["train_examples"]) == {64} and set(table["dev_examples"]) == {408}
+    assert table[["accuracy", "f1"]].notna().all().all()
+
+
+def test_unknown_task_is_refused(tiny_pretrained):
+    with pytest.raises(ValueError, match="Unknown task"):
+        finetune_glue(tiny_pretrained, "MNLI", GlueConfig())
+
+
+def test_results_are_reused_from_the_cache(tiny_pretrained, tmp_path, monkeypatch):
+    from bertsent.training import glue
+
+    first = finetune_glue(tiny_pretrained, "RTE", GlueConfig(max_train_examples=16, epochs=1), cache_dir=tmp_path)
+    class FineTunedAgain(Exception):
+        pass
+
+    def refuse(*args, **kwargs):
+        raise FineTunedAgain("fine-tuned again")
+
+    monkeypatch.setattr(glue, "_finetune", refuse)
+    assert finetune_glue(tiny_pretrained, "RTE", GlueConfig(max_train_examples=16, epochs=1), cache_dir=tmp_path) == first
+    with pytest.raises(FineTunedAgain):  # another configuration is another result
+        finetune_glue(tiny_pretrained, "RTE", GlueConfig(max_train_examples=16, epochs=1, seed=1), cache_dir=tmp_path)
