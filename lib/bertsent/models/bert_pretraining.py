@@ -51,7 +51,8 @@ class BertForMaskedPretraining(BertForPreTraining):
         targets = labels[masked]
         mlm_loss = F.cross_entropy(logits.float(), targets)
         out = {"mlm_loss": mlm_loss, "loss": mlm_loss,
-               "mlm_correct": (logits.argmax(-1) == targets).sum(), "mlm_count": targets.numel()}
+               "mlm_correct": (logits.argmax(-1) == targets).sum(), "mlm_count": targets.numel(),
+               "mlm_predicted": logits.argmax(-1), "mlm_input": input_ids[masked], "mlm_target": targets}
         if next_sentence_label is not None:
             nsp_logits = self.cls.seq_relationship(encoded.pooler_output)
             nsp_loss = F.cross_entropy(nsp_logits.float(), next_sentence_label)
@@ -92,12 +93,15 @@ class BertForLeftToRightPretraining(BertForPreTraining):
                 "ltr_count": targets.numel()}
 
 
-def new_pretraining_model(size: str, vocab_size: int = 30522, seed: int = 0, objective: str = "mlm_nsp"
-                          ) -> BertForMaskedPretraining | BertForLeftToRightPretraining:
+def new_pretraining_model(size: str, vocab_size: int = 30522, seed: int = 0, objective: str = "mlm_nsp",
+                          dropout: float = 0.1) -> BertForMaskedPretraining | BertForLeftToRightPretraining:
     """A randomly initialised model for ``objective`` (BERT's initialisation: normal(0, 0.02))."""
     if objective not in OBJECTIVES:
         raise ValueError(f"Unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
     torch.manual_seed(seed)
     if objective == "ltr":
-        return BertForLeftToRightPretraining(bert_config(size, vocab_size, left_to_right=True))
-    return BertForMaskedPretraining(bert_config(size, vocab_size))
+        config = bert_config(size, vocab_size, left_to_right=True)
+    else:
+        config = bert_config(size, vocab_size)
+    config.hidden_dropout_prob = config.attention_probs_dropout_prob = dropout
+    return (BertForLeftToRightPretraining if objective == "ltr" else BertForMaskedPretraining)(config)

@@ -30,7 +30,8 @@ from .self_guided import TrainingDivergedError
 
 # the uncased WordPiece vocabulary of bert-base-uncased ships inside all-MiniLM-L6-v2 (byte-identical)
 TOKENIZER_SOURCE = "all-minilm-l6-v2"
-FIRST_WORD_PIECE = 999  # ids below are [PAD], [unusedN], [UNK], [CLS], [SEP], [MASK]
+FIRST_WORD_PIECE = 999
+MASK_ID = 103  # ids below are [PAD], [unusedN], [UNK], [CLS], [SEP], [MASK]
 
 
 @dataclass
@@ -52,6 +53,9 @@ class PretrainingConfig:
     seed: int = 0
     data_seed: int = 0  # the pairs drawn from the corpus (cached per value)
     corpus_files: tuple[str, ...] | None = None  # None: every file
+    dropout: float = 0.1  # hidden and attention dropout during pre-training (BERT: 0.1); the saved model keeps 0.1
+    init_from: str | None = None  # a saved BertForPreTraining directory to continue from (None: random init)
+    schedule: str = "linear"  # "linear" warm-up then linear decay to 0 (BERT); "constant" after warm-up
 
     def __post_init__(self):
         if self.objective not in OBJECTIVES:
@@ -144,10 +148,19 @@ def evaluate_heldout(model, batches: list[dict], autocast) -> dict:
     was_training = model.training
     model.eval()
     totals: dict[str, list[float]] = {}
+    kinds = {"mask": [0, 0], "random": [0, 0], "unchanged": [0, 0]}
     device = next(model.parameters()).device
+    mask_id = MASK_ID
     for batch in batches:
         with autocast():
             out = model(**{k: v.to(device) for k, v in batch.items()})
+        if "mlm_predicted" in out:
+            right = out["mlm_predicted"] == out["mlm_target"]
+            is_mask = out["mlm_input"] == mask_id
+            is_same = out["mlm_input"] == out["mlm_target"]
+            for name, where in (("mask", is_mask), ("unchanged", is_same & ~is_mask), ("random", ~is_mask & ~is_same)):
+                kinds[name][0] += int(right[where].sum())
+                kinds[name][1] += int(where.sum())
         for name in ("mlm", "nsp", "ltr"):
             if f"{name}_loss" in out:
                 loss, correct, count = totals.setdefault(name, [0.0, 0, 0])
@@ -155,6 +168,9 @@ def evaluate_heldout(model, batches: list[dict], autocast) -> dict:
                                 correct + int(out[f"{name}_correct"]), count + out[f"{name}_count"]]
     model.train(was_training)
     result = {}
+    for name, (correct, count) in kinds.items():
+        if count:
+            result[f"heldout_mlm_{name}_accuracy"] = correct / count
     for name, (loss, correct, count) in totals.items():
         result.update({f"heldout_{name}_loss": loss / count, f"heldout_{name}_accuracy": correct / count})
     return result
@@ -187,15 +203,24 @@ def pretrain(output_dir: str | Path, config: PretrainingConfig | None = None, re
     chosen = np.random.default_rng([config.data_seed, 7]).permutation(len(heldout.instances))[:config.eval_instances]
     eval_batches = [heldout.make(chosen[i:i + 128], 10_000_019 + i) for i in range(0, len(chosen), 128)]
 
-    model = new_pretraining_model(config.size, len(tokenizer), config.seed, config.objective)
+    model = new_pretraining_model(config.size, len(tokenizer), config.seed, config.objective, dropout=config.dropout)
+    if config.init_from:
+        from transformers import AutoModelForPreTraining
+        start = AutoModelForPreTraining.from_pretrained(config.init_from, dtype=torch.float32)
+        missing, unexpected = model.load_state_dict(start.state_dict(), strict=False)
+        if unexpected or [m for m in missing if "decoder" not in m]:
+            raise ValueError(f"{config.init_from} does not match a {config.size} BERT: missing {missing}, unexpected {unexpected}")
+        del start
     decay = [p for n, p in model.named_parameters() if not (n.endswith("bias") or "LayerNorm" in n)]
     no_decay = [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n]
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
                                    {"params": no_decay, "weight_decay": 0.0}], lr=config.learning_rate,
                                   betas=config.betas, eps=config.adam_epsilon,
                                   fused=torch.cuda.is_available() or None)
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * config.max_steps),
-                                                config.max_steps)
+    from transformers import get_constant_schedule_with_warmup
+    warmup = int(config.warmup_ratio * config.max_steps)
+    scheduler = (get_linear_schedule_with_warmup(optimizer, warmup, config.max_steps) if config.schedule == "linear"
+                 else get_constant_schedule_with_warmup(optimizer, warmup))
     state = {"step": 0, "tokens": 0, "seconds": 0.0, "history": []}
     checkpoint_path = output_dir / "checkpoint.pt"
     if resume and checkpoint_path.is_file():

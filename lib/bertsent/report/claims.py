@@ -1,0 +1,243 @@
+"""Every verdict of the book: does our measurement reproduce a claim of a paper? One rule, one place.
+
+A *claim* is an effect a paper reports: usually a difference between two of its rows ("SG-OPT's STS average is
+43.22 points above [CLS]'s"), sometimes only a direction ("the larger model scores higher"). We measure the same
+effect, in the same orientation (ours = A - B for a claim "A > B"), and compare the two.
+
+The rule
+--------
+The *tolerance* is the effect the noise alone can make (see below). With ``ours`` our effect, ``paper`` the
+paper's and ``ratio = ours / paper``:
+
+* ``within noise``: ``|ours| <= tolerance``, whatever the sign;
+* ``not reproduced``: beyond the noise, with the opposite sign from the paper's;
+* ``reproduced``: beyond the noise, with the paper's sign, and at least half the paper's effect (``ratio >= 0.5``);
+* ``direction only``: beyond the noise, with the paper's sign, but less than half the paper's effect.
+
+Where the paper gives a direction but no number (a claim "A > B" with no effect size), the ratio is blank and the
+verdict comes from the sign alone, still weighed against the noise: ``reproduced`` (beyond the noise, the paper's
+direction), ``not reproduced`` (beyond the noise, the opposite one) or ``within noise``; ``direction only`` cannot
+occur. Rows a paper says nothing about (our own extra ablations) get :data:`NO_CLAIM` instead of a verdict.
+
+The tolerance
+-------------
+Every tolerance is ``z`` (:data:`Z` = 2) standard errors of the compared difference and says where it came from
+(:class:`Noise`, the ``noise_source`` column). Two ways of getting one:
+
+* :func:`seed_noise`, for results with training seeds: the standard error of a difference of means over seeds,
+  ``sqrt(sd_a^2/n_a + sd_b^2/n_b)`` (more sides for a difference of differences), each ``sd`` the standard deviation
+  over that side's seeds. A deterministic side (an untrained readout, a fitted post-processing: no seed) adds no
+  variance. A side with one seed has no spread of its own: it takes a *reference spread* (:class:`Spread`) the
+  caller measured elsewhere (e.g. SG-OPT's standard deviation over its seeds on the ablation page), and the row's
+  ``seeds`` says ``one seed``. With no reference spread to lend, the tolerance is blank (not measured), the
+  ``noise_source`` says so, and the verdict comes from the sign (and size) alone.
+* :func:`dev_set_noise`, for GLUE-style dev scores with one fine-tuning per model: the binomial standard error of
+  a difference of two accuracies on the same number of dev examples (``1/sqrt(n)`` for a Matthews correlation).
+
+Example
+-------
+The plain BERT of the book, SG-OPT (one seed) against its untrained [CLS] (deterministic), with SG-OPT's spread
+over three seeds lent by the ablation page:
+
+>>> noise = seed_noise(Side(seeds=1), Side(seeds=0), reference=Spread(0.41, 3, "sg_opt over 3 seeds"))
+>>> round(noise.tolerance, 2), noise.seeds
+(0.82, 'one seed')
+>>> judge("sg_opt > cls", ours=0.57, paper=43.22, noise=noise)["verdict"]
+'within noise'
+>>> judge("sg_opt > cls", ours=4.76, paper=43.22, noise=noise)["verdict"]   # beyond noise, 11% of the paper's
+'direction only'
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import pandas as pd
+
+REPRODUCED = "reproduced"
+DIRECTION_ONLY = "direction only"
+NOT_REPRODUCED = "not reproduced"
+WITHIN_NOISE = "within noise"
+VERDICTS = (REPRODUCED, DIRECTION_ONLY, NOT_REPRODUCED, WITHIN_NOISE)
+# The verdict of a row the paper makes no claim about (no row of its own in the paper's table).
+NO_CLAIM = "-"
+
+Z = 2.0                # standard errors: the tolerance is Z times the standard error of the difference
+HALF_THE_PAPER = 0.5   # the smallest ratio ours / paper still called reproduced
+
+# The columns of every claims table, in this order (a table's own context columns follow ``claim``).
+CLAIM_COLUMNS = ["claim", "paper_effect", "our_effect", "ratio", "tolerance", "seeds", "noise_source", "verdict"]
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A seed spread measured elsewhere, lent to a side that has only one seed: the standard deviation ``sd``
+    over ``seeds`` seeds, and ``source``, where it was measured (it ends up in ``noise_source``)."""
+    sd: float
+    seeds: int
+    source: str
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a compared difference: the standard deviation of its result over its ``seeds`` seeds.
+
+    ``seeds=0``: deterministic (an untrained readout, whitening: no seed, no seed noise); ``seeds=1``: one
+    training seed, so no spread of its own (``sd`` is ignored and a reference :class:`Spread` is used).
+    """
+    sd: float = 0.0
+    seeds: int = 0
+
+
+@dataclass(frozen=True)
+class Noise:
+    """A tolerance (points; NaN where it could not be measured), the seeds behind it, and where it came from."""
+    tolerance: float
+    seeds: str
+    source: str
+
+
+def seed_noise(*sides: Side | tuple[float, int], reference: Spread | None = None, z: float = Z) -> Noise:
+    """``z`` standard errors of a difference of means over seeds: ``z * sqrt(sum(sd_i^2 / n_i))`` over the sides.
+
+    A side is a :class:`Side` or a pair ``(sd, seeds)``. Deterministic sides (``seeds=0``) add nothing; a side with
+    one seed adds ``reference.sd^2`` (the row's ``seeds`` then reads ``one seed``); with one seed and no
+    ``reference`` the tolerance is NaN (not measured).
+
+    >>> seed_noise(Side(1.0, 4), Side(2.0, 4)).tolerance   # 2 * sqrt(1/4 + 4/4)
+    2.23606797749979
+    """
+    sides = [side if isinstance(side, Side) else Side(*side) for side in sides]
+    variance, parts = 0.0, []
+    for side in sides:
+        if side.seeds <= 0:
+            parts.append("deterministic")
+        elif side.seeds == 1:
+            if reference is None:
+                return Noise(float("nan"), "one seed", "not measured: one seed and no reference spread; "
+                                                       "verdict from the sign and size alone")
+            variance += reference.sd ** 2
+            parts.append(f"one seed (sd {reference.sd:.2f} lent: {reference.source})")
+        else:
+            variance += side.sd ** 2 / side.seeds
+            parts.append(f"sd {side.sd:.2f} over {side.seeds} seeds")
+    counts = [side.seeds for side in sides]
+    if 1 in counts:
+        seeds = "one seed"
+    elif not any(counts):
+        seeds = "none (deterministic)"
+    else:
+        seeds = " vs ".join(str(n) if n else "deterministic" for n in counts)
+    described = [part if parts.count(part) == 1 else f"{parts.count(part)} x {part}" for part in dict.fromkeys(parts)]
+    return Noise(z * math.sqrt(variance), seeds, f"{z:g} SE of a difference over seeds: " + " vs ".join(described))
+
+
+def dev_set_noise(dev_examples: int, score: float, metric: str = "accuracy", z: float = Z) -> Noise:
+    """``z`` standard errors (points) of the difference between two models' scores on the same dev set, from the
+    dev-set size alone: for GLUE-style results with one fine-tuning per model and no seeds.
+
+    Accuracy p on n examples has a binomial standard error sqrt(p(1-p)/n), the difference of two independent ones
+    sqrt(2) times that. For a Matthews correlation (``metric="mcc"``) the standard error is taken as 1/sqrt(n)
+    (that of a correlation near zero). Fine-tuning seeds add more spread: this is a floor, not the whole noise.
+
+    >>> round(dev_set_noise(277, 62.5).tolerance, 2)   # RTE: 2 * sqrt(2 * 0.625 * 0.375 / 277) * 100
+    8.23
+    """
+    if metric == "mcc":
+        standard_error, how = 1 / math.sqrt(dev_examples), "MCC SE 1/sqrt(n)"
+    else:
+        p = min(max(score / 100, 0.0), 1.0)
+        standard_error, how = math.sqrt(max(p * (1 - p), 1e-4) / dev_examples), f"binomial SE at {score:.1f}%"
+    return Noise(100 * z * math.sqrt(2) * standard_error, "no seeds (one fine-tuning each)",
+                 f"{z:g} SE of a difference of two dev scores: {how}, {dev_examples} dev examples")
+
+
+def _verdict(ours: float, paper: float | None, direction: int, tolerance: float) -> str:
+    """The rule of this module (see its docstring); ``paper`` None: a direction without a number."""
+    if ours == 0 or (not math.isnan(tolerance) and abs(ours) <= tolerance):
+        return WITHIN_NOISE
+    if (ours > 0) != (direction > 0):
+        return NOT_REPRODUCED
+    if paper is not None and ours / paper < HALF_THE_PAPER:
+        return DIRECTION_ONLY
+    return REPRODUCED
+
+
+def judge(claim: str, ours: float, paper: float | None = None, noise: Noise | None = None, direction: int = 1,
+          **context) -> dict:
+    """One claim's row: our effect beside the paper's, their ratio, the tolerance and its source, and the verdict.
+
+    ``ours``: our effect, oriented as the paper's (for "A > B", our A - B). ``paper``: the paper's effect; None (or
+    NaN) where the paper gives only a direction, which ``direction`` then gives (+1: the paper says ``ours`` should be
+    positive, -1: negative). ``noise``: from :func:`seed_noise` or :func:`dev_set_noise`. ``context``: columns that
+    say where the claim was tested (backbone, train_data, task, ...), placed after ``claim``.
+
+    >>> row = judge("big > small", ours=15.0, noise=dev_set_noise(277, 62.5), task="RTE")
+    >>> row["verdict"], row["ratio"]
+    ('reproduced', nan)
+    >>> judge("opt1 < sg_opt", ours=-0.8, paper=-2.01, noise=Noise(0.5, "3 vs 3", "test"))["verdict"]
+    'direction only'
+    """
+    if noise is None:
+        raise ValueError(f"{claim}: a verdict needs a Noise (seed_noise or dev_set_noise), none given.")
+    if ours is None or math.isnan(ours):
+        raise ValueError(f"{claim}: our effect is missing (NaN); leave the claim out instead.")
+    if paper is not None and math.isnan(paper):
+        paper = None
+    if paper == 0:
+        raise ValueError(f"{claim}: the paper's effect is 0, which gives no direction to test.")
+    if paper is not None:
+        direction = 1 if paper > 0 else -1
+    elif direction not in (1, -1):
+        raise ValueError(f"{claim}: direction must be +1 or -1, got {direction!r}.")
+    return {"claim": claim, **context,
+            "paper_effect": float("nan") if paper is None else float(paper), "our_effect": float(ours),
+            "ratio": float("nan") if paper is None else ours / paper,
+            "tolerance": noise.tolerance, "seeds": noise.seeds, "noise_source": noise.source,
+            "verdict": _verdict(ours, paper, direction, noise.tolerance)}
+
+
+def claims_table(claims: Iterable[Mapping]) -> pd.DataFrame:
+    """A DataFrame of claims, one row each: :data:`CLAIM_COLUMNS`, with each row's context columns after ``claim``.
+
+    ``claims``: rows returned by :func:`judge`, or mappings of :func:`judge`'s keyword arguments (judged here).
+
+    >>> noise = Noise(1.0, "3 vs 3", "test")
+    >>> claims_table([{"claim": "a > b", "ours": 3.0, "paper": 4.0, "noise": noise, "backbone": "m"}])["verdict"].tolist()
+    ['reproduced']
+    """
+    rows = [dict(claim) if "verdict" in claim else judge(**claim) for claim in claims]
+    context = list(dict.fromkeys(key for row in rows for key in row if key not in CLAIM_COLUMNS))
+    return pd.DataFrame(rows, columns=["claim", *context, *CLAIM_COLUMNS[1:]])
+
+
+def _effect(value: float, digits: int) -> str:
+    return f"{value:+.{digits}f}"
+
+
+def claims_summary(*tables: pd.DataFrame, label_with: Iterable[str] = ("train_data",), digits: int = 2) -> pd.DataFrame:
+    """One screen for a chapter index: one row per claim, the paper's effect, and one column per backbone (or
+    task, for tables without a ``backbone`` column) holding our effect and verdict, e.g. ``+0.57 within noise``.
+
+    ``tables``: claims tables (:func:`claims_table`). Columns named in ``label_with`` that a table has are added to
+    the claim's label, e.g. ``sg_opt > cls (stsb_train)``. The ``paper`` column reads ``direction`` where the paper
+    gives no number. Cells with no result are empty.
+    """
+    cells: dict[str, dict[str, str]] = {}
+    columns: list[str] = []
+    for table in tables:
+        if table is None or not len(table):
+            continue
+        by = "backbone" if "backbone" in table else "task"
+        extra = [column for column in label_with if column in table]
+        for _, row in table.iterrows():
+            label = row["claim"] + "".join(f" ({row[column]})" for column in extra)
+            paper = "direction" if pd.isna(row["paper_effect"]) else _effect(row["paper_effect"], digits)
+            cell = f"{_effect(row['our_effect'], digits)} {row['verdict']}"
+            entry = cells.setdefault(label, {"paper": paper})
+            entry[row[by]] = f"{entry[row[by]]}; {cell}" if row[by] in entry else cell
+            if row[by] not in columns:
+                columns.append(row[by])
+    summary = pd.DataFrame.from_dict(cells, orient="index", columns=["paper", *columns]).fillna("")
+    return summary.rename_axis("claim")

@@ -1,0 +1,172 @@
+"""The book's one verdict rule (``bertsent.report.claims``), on hand-made numbers."""
+import math
+
+import pandas as pd
+import pytest
+
+from bertsent.report.claims import (
+    CLAIM_COLUMNS,
+    DIRECTION_ONLY,
+    NO_CLAIM,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    VERDICTS,
+    WITHIN_NOISE,
+    Noise,
+    Side,
+    Spread,
+    claims_summary,
+    claims_table,
+    dev_set_noise,
+    judge,
+    seed_noise,
+)
+
+ONE_POINT = Noise(1.0, "3 vs 3", "hand-made")
+
+
+def verdict(ours, paper=None, noise=ONE_POINT, direction=1):
+    return judge("a > b", ours, paper, noise, direction)["verdict"]
+
+
+def test_the_four_categories():
+    assert VERDICTS == ("reproduced", "direction only", "not reproduced", "within noise")
+    assert verdict(8.0, 10.0) == REPRODUCED          # beyond noise, 80% of the paper's
+    assert verdict(2.0, 10.0) == DIRECTION_ONLY      # beyond noise, 20% of the paper's
+    assert verdict(-2.0, 10.0) == NOT_REPRODUCED     # beyond noise, opposite sign
+    assert verdict(0.9, 10.0) == WITHIN_NOISE        # |ours| <= tolerance
+    assert verdict(-0.9, 10.0) == WITHIN_NOISE       # whatever its sign
+    assert verdict(1.0, 10.0) == WITHIN_NOISE        # the tolerance itself is noise
+    assert NO_CLAIM not in VERDICTS
+
+
+def test_negative_claims_read_the_same_way():
+    assert verdict(-1.5, -2.0) == REPRODUCED         # ratio 0.75
+    assert verdict(-1.5, -4.0) == DIRECTION_ONLY     # ratio 0.375
+    assert verdict(1.5, -2.0) == NOT_REPRODUCED
+
+
+def test_half_the_papers_effect_is_the_boundary():
+    assert verdict(5.0, 10.0) == REPRODUCED          # exactly half: reproduced
+    assert verdict(4.99, 10.0) == DIRECTION_ONLY
+    assert verdict(-5.0, -10.0) == REPRODUCED
+    row = judge("a > b", 5.0, 10.0, ONE_POINT)
+    assert row["ratio"] == pytest.approx(0.5)
+
+
+def test_opposite_sign_beyond_noise_is_not_reproduced_however_large_the_paper():
+    row = judge("sg_opt > mean", -9.38, 22.05, ONE_POINT, backbone="bert-mini-wiki")
+    assert row["verdict"] == NOT_REPRODUCED
+    assert row["ratio"] == pytest.approx(-9.38 / 22.05)
+
+
+def test_the_plain_bert_example_of_the_issue_is_no_longer_reproduced():
+    # SG-OPT one seed vs an untrained (deterministic) [CLS]; the ablation page's spread of SG-OPT is lent
+    noise = seed_noise(Side(seeds=1), Side(seeds=0), reference=Spread(0.41, 3, "sg_opt, 3 seeds"))
+    assert noise.tolerance == pytest.approx(0.82)
+    assert judge("sg_opt > cls", 0.57, 43.22, noise)["verdict"] == WITHIN_NOISE
+    assert judge("sg_opt > cls", 4.76, 43.22, noise)["verdict"] == DIRECTION_ONLY
+
+
+def test_a_direction_without_a_number_is_read_from_the_sign_alone():
+    row = judge("big > small", 15.0, None, ONE_POINT, task="RTE")
+    assert row["verdict"] == REPRODUCED and math.isnan(row["ratio"]) and math.isnan(row["paper_effect"])
+    assert verdict(0.01 + 1.0) == REPRODUCED         # any size beyond noise: no "direction only"
+    assert verdict(-3.0) == NOT_REPRODUCED
+    assert verdict(0.5) == WITHIN_NOISE
+    # a claim that something goes down: direction -1
+    assert verdict(-3.0, direction=-1) == REPRODUCED
+    assert verdict(3.0, direction=-1) == NOT_REPRODUCED
+    assert judge("a > b", 2.0, float("nan"), ONE_POINT)["verdict"] == REPRODUCED  # NaN paper = no number
+
+
+def test_judge_refuses_what_it_cannot_read():
+    with pytest.raises(ValueError, match="paper's effect is 0"):
+        judge("a > b", 1.0, 0.0, ONE_POINT)
+    with pytest.raises(ValueError, match="missing"):
+        judge("a > b", float("nan"), 1.0, ONE_POINT)
+    with pytest.raises(ValueError, match="Noise"):
+        judge("a > b", 1.0, 1.0)
+
+
+def test_seed_noise_is_two_standard_errors_of_a_difference():
+    noise = seed_noise(Side(1.0, 4), Side(2.0, 8))
+    assert noise.tolerance == pytest.approx(2 * math.sqrt(1.0 / 4 + 4.0 / 8))
+    assert noise.seeds == "4 vs 8"
+    assert "sd 1.00 over 4 seeds" in noise.source and "sd 2.00 over 8 seeds" in noise.source
+    assert seed_noise((1.0, 4), (2.0, 8)) == noise                       # sides as (sd, seeds) pairs
+    assert seed_noise(Side(1.0, 4), Side(seeds=0)).tolerance == pytest.approx(1.0)  # deterministic side: no variance
+    both_fixed = seed_noise(Side(), Side())
+    assert both_fixed.tolerance == 0 and both_fixed.seeds == "none (deterministic)"
+
+
+def test_a_one_seed_side_borrows_the_reference_spread():
+    reference = Spread(0.5, 3, "sg_opt over 3 seeds on the ablation page")
+    noise = seed_noise(Side(sd=9.9, seeds=1), Side(0.5, 3), reference=reference)  # its own sd is ignored
+    assert noise.tolerance == pytest.approx(2 * math.sqrt(0.25 + 0.25 / 3))
+    assert noise.seeds == "one seed"
+    assert "sg_opt over 3 seeds on the ablation page" in noise.source
+    # a difference of differences (four sides), two of them one seed each
+    four = seed_noise(Side(seeds=1), Side(seeds=1), Side(), Side(), reference=reference)
+    assert four.tolerance == pytest.approx(2 * math.sqrt(2 * 0.25))
+
+
+def test_one_seed_without_a_reference_is_not_measured():
+    noise = seed_noise(Side(seeds=1), Side(seeds=0))
+    assert math.isnan(noise.tolerance) and noise.seeds == "one seed" and "not measured" in noise.source
+    assert judge("a > b", 0.1, 10.0, noise)["verdict"] == DIRECTION_ONLY  # the sign and size alone
+    assert judge("a > b", -0.1, None, noise)["verdict"] == NOT_REPRODUCED
+
+
+def test_dev_set_noise_is_the_binomial_standard_error_of_a_difference():
+    noise = dev_set_noise(277, 62.5)
+    assert noise.tolerance == pytest.approx(200 * (2 * 0.625 * 0.375 / 277) ** 0.5)
+    assert "277 dev examples" in noise.source and "binomial" in noise.source
+    assert dev_set_noise(1043, 0.0, metric="mcc").tolerance == pytest.approx(200 * (2 / 1043) ** 0.5)
+
+
+def test_claims_table_columns_and_context():
+    table = claims_table([
+        judge("sg_opt > cls", 4.0, 43.22, ONE_POINT, backbone="m", train_data="stsb_all"),
+        {"claim": "sg_opt > mean", "ours": -2.0, "paper": 22.05, "noise": ONE_POINT, "backbone": "m",
+         "train_data": "stsb_all"},
+    ])
+    assert list(table.columns) == ["claim", "backbone", "train_data", *CLAIM_COLUMNS[1:]]
+    assert set(CLAIM_COLUMNS) <= set(table.columns)
+    assert table["verdict"].tolist() == [DIRECTION_ONLY, NOT_REPRODUCED]
+    assert table["noise_source"].tolist() == ["hand-made", "hand-made"]
+    assert list(claims_table([]).columns) == CLAIM_COLUMNS
+
+
+def test_claims_summary_is_one_row_per_claim_and_one_column_per_backbone():
+    sts = claims_table([
+        judge("sg_opt > cls", ours, 43.22, ONE_POINT, backbone=backbone, train_data=data)
+        for backbone, data, ours in [("a", "stsb_all", 30.0), ("a", "stsb_train", 0.5), ("b", "stsb_train", 4.0)]
+    ])
+    glue = claims_table([judge("big > small", 15.0, None, ONE_POINT, task=task) for task in ("RTE", "CoLA")])
+    summary = claims_summary(sts, glue)
+    assert summary.shape == (3, 1 + 4)                     # 3 claims; paper + backbones a, b + tasks RTE, CoLA
+    assert list(summary.columns) == ["paper", "a", "b", "RTE", "CoLA"]
+    assert summary.index.tolist() == ["sg_opt > cls (stsb_all)", "sg_opt > cls (stsb_train)", "big > small"]
+    assert summary.loc["sg_opt > cls (stsb_train)", "a"] == "+0.50 within noise"
+    assert summary.loc["sg_opt > cls (stsb_train)", "b"] == "+4.00 direction only"
+    assert summary.loc["sg_opt > cls (stsb_all)", "b"] == ""  # no result there
+    assert summary.loc["sg_opt > cls (stsb_all)", "paper"] == "+43.22"
+    assert summary.loc["big > small", "paper"] == "direction"
+    assert summary.loc["big > small", "RTE"] == "+15.00 reproduced"
+    assert claims_summary().empty and claims_summary(pd.DataFrame()).empty
+
+
+def test_repeated_sides_are_described_once():
+    reference = Spread(0.4, 3, "sg_opt over 3 seeds")
+    noise = seed_noise(Side(seeds=1), Side(seeds=1), Side(), Side(), reference=reference)
+    assert noise.source == ("2 SE of a difference over seeds: 2 x one seed (sd 0.40 lent: sg_opt over 3 seeds) "
+                            "vs 2 x deterministic")
+
+
+def test_the_docstring_examples_hold():
+    import doctest
+
+    from bertsent.report import claims
+
+    assert doctest.testmod(claims).failed == 0
