@@ -15,7 +15,8 @@ def test_ablation_rows_share_everything_but_size_and_objective():
 def test_glue_claims_are_read_against_the_dev_set_noise():
     import pandas as pd
 
-    from bertsent.experiments.bert_ablations import compare_rows, difference_tolerance, glue_scores
+    from bertsent.experiments.bert_ablations import compare_rows, glue_scores
+    from bertsent.report.claims import CLAIM_COLUMNS, dev_set_noise
 
     searches = pd.DataFrame([
         {"model": "big", "task": "RTE", "accuracy": 70.0, "dev_examples": 277, "chosen": True},
@@ -27,8 +28,15 @@ def test_glue_claims_are_read_against_the_dev_set_noise():
     scores = glue_scores(searches)
     assert scores.loc["big", "RTE"] == 70.0 and scores.loc["big", "glue"] == 75.0  # the chosen run only
     # two standard errors of a difference of two accuracies near 62.5% on 277 examples
-    assert difference_tolerance("RTE", 277, 62.5) == pytest.approx(200 * (2 * 0.625 * 0.375 / 277) ** 0.5)
-    checks = compare_rows(scores, searches, "big", "small").set_index("task")
-    assert checks.loc["RTE", "verdict"] == "reproduced"        # 15 points > 8.2
-    assert checks.loc["SST-2", "verdict"] == "inconclusive"    # 1 point < 3.9
-    assert checks.loc["RTE", "difference"] == 15.0
+    assert dev_set_noise(277, 62.5).tolerance == pytest.approx(200 * (2 * 0.625 * 0.375 / 277) ** 0.5)
+    checks = compare_rows(scores, searches, "big", "small")
+    assert list(checks.columns) == ["claim", "task", "score", "compared_with", *CLAIM_COLUMNS[1:]]
+    checks = checks.set_index("task")
+    assert checks.loc["RTE", "tolerance"] == pytest.approx(dev_set_noise(277, 62.5).tolerance)
+    assert checks.loc["RTE", "verdict"] == "reproduced"        # 15 points > 8.2, the paper's direction
+    assert checks.loc["SST-2", "verdict"] == "within noise"    # 1 point < 3.9
+    assert checks.loc["RTE", "our_effect"] == 15.0
+    assert checks["paper_effect"].isna().all() and checks["ratio"].isna().all()  # a direction without a number
+    assert "277 dev examples" in checks.loc["RTE", "noise_source"]
+    reverse = compare_rows(scores, searches, "small", "big").set_index("task")
+    assert reverse.loc["RTE", "verdict"] == "not reproduced"

@@ -3,28 +3,59 @@ import pandas as pd
 import pytest
 
 from bertsent.experiments import self_guided
-from bertsent.experiments.self_guided import claim_checks, verdict
+from bertsent.report.claims import CLAIM_COLUMNS, NO_CLAIM, Spread
 from bertsent.training import SelfGuidedConfig
 
 
-def test_verdict():
-    assert verdict(2.0, 10.0) == "reproduced"
-    assert verdict(-2.0, 10.0) == "not reproduced"
-    assert verdict(0.3, 10.0) == "inconclusive"
-    assert verdict(-0.3, -1.0) == "inconclusive"
-    assert verdict(-1.0, -1.0) == "reproduced"
+def _sts_scores(averages: dict[tuple[str, str, object], float]) -> pd.DataFrame:
+    """Per-seed rows of one backbone whose seven-set average is the given value, for (method, train_data, seed)."""
+    rows = []
+    for (method, data, seed), average in averages.items():
+        for k, dataset in enumerate(["stsb", "sickr", "sts12", "sts13", "sts14", "sts15", "sts16"]):
+            rows.append(("m", method, data, seed, dataset, "all", average + k - 3))
+    return pd.DataFrame(rows, columns=["backbone", "method", "train_data", "seed", "dataset", "aggregation", "spearman"])
 
 
-def test_claim_checks_compare_differences_not_levels():
-    ours = pd.Series({"sg_opt": 78.0, "cls": 74.0, "mean": 79.0})
-    paper = pd.Series({"sg_opt": 74.62, "cls": 31.40, "mean": 52.57})
-    table = claim_checks(ours, paper, [("sg_opt", "cls"), ("sg_opt", "mean"), ("sg_opt", "sg")])
-    assert table["verdict"].tolist() == ["reproduced", "not reproduced"]  # the claim with a missing row is skipped
-    assert table["ours"].tolist() == [4.0, -1.0]
+def test_sts_claims_compare_differences_against_the_seed_noise():
+    from bertsent.experiments.self_guided import sts_claims
+
+    scores = _sts_scores({("cls", "-", "-"): 74.0, ("mean", "-", "-"): 79.0, ("whitening", "stsb_all", "-"): 74.6,
+                          ("sg_opt", "stsb_train", 1): 78.0, ("sg_opt", "stsb_train", 2): 78.4,
+                          ("sg_opt", "stsb_train", 3): 77.6, ("sg", "stsb_train", 1): 74.3})
+    paper = pd.Series({"sg_opt": 74.62, "sg": 72.17, "cls": 31.40, "mean": 52.57, "whitening": 68.77})
+    spreads = {"other": Spread(0.5, 3, "sg_opt over 3 seeds on other")}
+    table = sts_claims(scores, paper, [("sg_opt", "cls"), ("sg_opt", "mean"), ("sg", "cls"), ("sg_opt", "whitening"),
+                                       ("sg_opt", "missing")], ["stsb_train"], spreads).set_index("claim")
+    assert list(table.reset_index().columns) == ["claim", "backbone", "train_data", *CLAIM_COLUMNS[1:]]
+    assert "sg_opt > missing" not in table.index                     # a claim with a missing row is left out
+    # SG-OPT: three seeds, sd 0.4, against a deterministic row: 2 * 0.4 / sqrt(3)
+    assert table.loc["sg_opt > cls", "tolerance"] == pytest.approx(2 * 0.4 / 3 ** 0.5)
+    assert table.loc["sg_opt > cls", "seeds"] == "3 vs deterministic"
+    assert table.loc["sg_opt > cls", "our_effect"] == pytest.approx(4.0)
+    assert table.loc["sg_opt > cls", "verdict"] == "direction only"   # 4 of the paper's 43.22
+    assert table.loc["sg_opt > mean", "verdict"] == "not reproduced"  # -1.0, beyond noise
+    assert table.loc["sg_opt > whitening", "verdict"] == "reproduced"  # +3.4 of the paper's 5.85: ratio 0.58
+    # SG: one seed, so the spread measured on another backbone is lent: 2 * 0.5
+    assert table.loc["sg > cls", "seeds"] == "one seed"
+    assert table.loc["sg > cls", "tolerance"] == pytest.approx(1.0)
+    assert table.loc["sg > cls", "verdict"] == "within noise"         # +0.3
+    assert "lent to m" in table.loc["sg > cls", "noise_source"]
+
+
+def test_spreads_come_from_the_reference_seeds_and_are_lent_where_missing():
+    from bertsent.experiments.self_guided import seed_spreads, spread_for
+
+    scores = _ablation_scores({("sg_opt", 1): 70.0, ("sg_opt", 2): 71.0, ("sg_opt", 3): 72.0, ("opt1", 1): 67.0})
+    spreads = seed_spreads(scores)
+    assert list(spreads) == ["b"] and spreads["b"].sd == pytest.approx(1.0) and spreads["b"].seeds == 3
+    assert spread_for(spreads, "b") is spreads["b"]
+    lent = spread_for(spreads, "other")
+    assert lent.sd == pytest.approx(1.0) and "lent to other" in lent.source
+    assert spread_for({}, "b") is None
 
 
 def test_seed_mean_table_averages_each_seed_then_the_seeds():
-    from bertsent.experiments.self_guided import averages_for_claims, seed_mean_table
+    from bertsent.experiments.self_guided import claim_sides, seed_mean_table, seed_statistics
 
     datasets = ["stsb", "sickr", "sts12", "sts13", "sts14", "sts15", "sts16"]
     rows = []
@@ -40,8 +71,9 @@ def test_seed_mean_table_averages_each_seed_then_the_seeds():
     assert table.loc[("m", "sg_opt", "stsb_all"), "stsb"] == pytest.approx(71.0)
     assert table.loc[("m", "sg_opt", "stsb_all"), "avg"] == pytest.approx(74.0)  # (70+72)/2 + mean(0..6)
     assert table.loc[("m", "cls", "-"), "avg"] == pytest.approx(53.0)
-    averages = averages_for_claims(table, "m", "stsb_train")
-    assert averages.to_dict() == pytest.approx({"cls": 53.0, "whitening": 63.0, "sg_opt": 68.0})
+    sides = claim_sides(seed_statistics(scores, ["backbone", "method", "train_data"]), "m", "stsb_train")
+    assert sides["avg"].to_dict() == pytest.approx({"cls": 53.0, "whitening": 63.0, "sg_opt": 68.0})
+    assert sides["seeds"].to_dict() == {"cls": 0, "whitening": 0, "sg_opt": 1}
 
 
 STS_SEVEN = ["stsb", "sickr", "sts12", "sts13", "sts14", "sts15", "sts16"]
@@ -58,7 +90,7 @@ def _ablation_scores(averages: dict[tuple[str, int], float]) -> pd.DataFrame:
 
 
 def test_ablation_table_reads_changes_against_the_seed_spread():
-    from bertsent.experiments.self_guided import ablation_table
+    from bertsent.experiments.self_guided import ablation_claims, ablation_table
 
     scores = _ablation_scores({("sg_opt", 1): 70.0, ("sg_opt", 2): 71.0, ("sg_opt", 3): 72.0,
                                ("opt1", 1): 67.0, ("lambda_0", 1): 70.0, ("tau_0.1", 1): 75.0,
@@ -67,12 +99,21 @@ def test_ablation_table_reads_changes_against_the_seed_spread():
     assert table.loc["sg_opt", "avg"] == pytest.approx(71.0) and table.loc["sg_opt", "seeds"] == 3
     assert table.loc["sg_opt", "std"] == pytest.approx(1.0)
     assert table.loc["opt1", "change"] == pytest.approx(-4.0)
-    # tolerance: two standard deviations of SG-OPT over its seeds (2.0 points here)
-    assert table.loc["opt1", "verdict"] == "reproduced"       # 4 points worse, as the paper's -2.01
-    assert table.loc["lambda_0", "verdict"] == "inconclusive"  # -1.0 is within the spread
+    # tolerance: two standard errors of a difference, SG-OPT (sd 1 over 3 seeds) lending its sd to one-seed variants
+    assert table.loc["opt1", "tolerance"] == pytest.approx(2 * (1 / 3 + 1) ** 0.5)
+    assert table.loc["opt1", "verdict"] == "reproduced"        # 4 points worse, twice the paper's -2.01
+    assert table.loc["opt1", "ratio"] == pytest.approx(4.0 / 2.01)
+    assert table.loc["lambda_0", "verdict"] == "within noise"  # -1.0 is within 2.31
     assert table.loc["tau_0.1", "verdict"] == "not reproduced"  # better, the paper says worse
-    assert table.loc["mean_views", "verdict"] == "-"           # the paper has no such row
+    assert table.loc["mean_views", "verdict"] == NO_CLAIM      # the paper has no such row
+    assert table.loc["sg_opt", "verdict"] == NO_CLAIM
     assert table.loc["opt1", "paper_change"] == pytest.approx(-2.01)
+    assert "sg_opt over 3 seeds on b" in table.loc["opt1", "noise_source"]
+    claims = ablation_claims(scores).set_index("variant")
+    assert set(claims.index) == {"opt1", "lambda_0", "tau_0.1"}  # the rows the paper has
+    assert claims.loc["opt1", "claim"] == "opt1 < sg_opt" and claims.loc["opt1", "seeds"] == "one seed"
+    assert claims.loc["opt1", "our_effect"] == pytest.approx(-4.0)
+    assert (claims["verdict"] == table.loc[claims.index, "verdict"]).all()
 
 
 def test_ablation_configs_change_one_thing():
@@ -110,3 +151,15 @@ def test_domain_changes_are_source_minus_reference_per_backbone_and_method():
     assert set(changes.index.get_level_values("method")) == {"sg_opt", "whitening"}
     assert changes.loc[("sg_opt", "avg"), "change"] == pytest.approx(-3.0)
     assert changes.loc[("whitening", "stsb"), "paper_change"] == pytest.approx(-12.16)
+    claims = self_guided.domain_claims(pd.DataFrame(rows), paper).set_index("claim")
+    # whitening is deterministic: no seed noise; -3 points of the paper's -4.19 (avg)
+    assert claims.loc["whitening: snli - stsb_all (avg)", "tolerance"] == 0
+    assert claims.loc["whitening: snli - stsb_all (avg)", "verdict"] == "reproduced"
+    # SG-OPT: two seeds a side with sd sqrt(2) on stsb (+-1): 2 * sqrt(2/2 + 2/2) = 2.83 against -3
+    assert claims.loc["sg_opt: snli - stsb_all (stsb)", "tolerance"] == pytest.approx(2 * 2 ** 0.5)
+    assert claims.loc["sg_opt: snli - stsb_all (stsb)", "verdict"] == "reproduced"  # -3 against -1.83
+    # the robustness claim: SG-OPT's change minus whitening's, 0 here against the paper's +10.33
+    robust = claims.loc["sg_opt more robust than whitening (stsb)"]
+    assert robust["our_effect"] == pytest.approx(0.0) and robust["paper_effect"] == pytest.approx(10.33)
+    assert robust["verdict"] == "within noise" and robust["method"] == "sg_opt vs whitening"
+    assert "sg" not in set(claims["method"])  # trained on one set only

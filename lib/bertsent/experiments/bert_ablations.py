@@ -7,14 +7,13 @@ and is reused when finished.
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pandas as pd
 
+from ..report.claims import claims_table, dev_set_noise, judge
 from ..training.glue import TASK_METRICS
 from ..training.pretraining import PROFILES, PretrainingConfig
-from .self_guided import verdict
 
 
 def ablation_config(size: str, objective: str, steps: int, profile: str = "cpu", evaluations: int = 5,
@@ -42,35 +41,23 @@ def glue_scores(searches: pd.DataFrame) -> pd.DataFrame:
     return table.loc[list(dict.fromkeys(chosen["model"]))]
 
 
-def difference_tolerance(task: str, dev_examples: int, score: float) -> float:
-    """Two standard errors of the difference between two models' dev scores (points), from the dev-set size alone.
-
-    Accuracy p on n examples has a standard error sqrt(p(1-p)/n); the difference of two independent ones
-    sqrt(2) times that. For a Matthews correlation the standard error is taken as 1/sqrt(n) (that of a
-    correlation near zero). Fine-tuning seeds add more spread; this is a floor, not the whole noise.
-    """
-    if TASK_METRICS[task][1] == "mcc":
-        standard_error = 1 / math.sqrt(dev_examples)
-    else:
-        p = min(max(score / 100, 0.0), 1.0)
-        standard_error = math.sqrt(max(p * (1 - p), 1e-4) / dev_examples)
-    return 100 * 2 * math.sqrt(2) * standard_error
-
-
-# The paper's size and objective claims are directions ("A beats B"), not magnitudes: any positive difference.
-PAPER_SAYS_BETTER = 1.0
-
-
 def compare_rows(scores: pd.DataFrame, searches: pd.DataFrame, better: str, worse: str) -> pd.DataFrame:
-    """For each task, the claim "``better`` scores above ``worse``": the difference and its :func:`verdict`, with
-    :func:`difference_tolerance` as the margin below which the difference is called inconclusive."""
+    """For each task, the claim "``better`` scores above ``worse``" as a claims table
+    (:func:`bertsent.report.claims.claims_table`, with ``task``, ``score`` and ``compared_with``).
+
+    The paper's size and objective claims are directions ("A beats B") without a number, so the verdict comes from
+    the sign of our difference beyond the noise; the noise is :func:`bertsent.report.claims.dev_set_noise`, two
+    standard errors of a difference of two dev scores (one fine-tuning each, no seeds). A task where either model
+    has no score is left out.
+    """
     rows = []
     for task in [t for t in scores.columns if t in TASK_METRICS]:
+        score, compared_with = scores.loc[better, task], scores.loc[worse, task]
+        if pd.isna(score) or pd.isna(compared_with):
+            continue
         chosen = searches[searches["chosen"] & (searches["task"] == task)]
-        dev_examples = int(chosen["dev_examples"].iloc[0])
-        difference = scores.loc[better, task] - scores.loc[worse, task]
-        tolerance = difference_tolerance(task, dev_examples, scores.loc[[better, worse], task].mean())
-        rows.append({"claim": f"{better} > {worse}", "task": task, "score": scores.loc[better, task],
-                     "compared_with": scores.loc[worse, task], "difference": difference, "tolerance": tolerance,
-                     "verdict": verdict(difference, PAPER_SAYS_BETTER, tolerance)})
-    return pd.DataFrame(rows)
+        noise = dev_set_noise(int(chosen["dev_examples"].iloc[0]), scores.loc[[better, worse], task].mean(),
+                              TASK_METRICS[task][1])
+        rows.append(judge(f"{better} > {worse}", score - compared_with, None, noise,
+                          task=task, score=score, compared_with=compared_with))
+    return claims_table(rows)

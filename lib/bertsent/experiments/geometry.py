@@ -26,6 +26,7 @@ from ..evaluation.geometry import (
     singular_value_spectrum,
 )
 from ..paths import CACHE_DIR
+from ..report.claims import Side, Spread, claims_table, judge, seed_noise
 from ..training.self_guided import SelfGuidedConfig, train_self_guided
 from .runs import run_id
 from .self_guided import score_encoder
@@ -121,3 +122,34 @@ def geometry_trajectory(backbone: str, train_data: str, config: SelfGuidedConfig
         (directory / "recording.json").write_text(json.dumps({"config": asdict(config), "backbone": backbone,
                                                               "train_data": train_data}, indent=2) + "\n")
     return pd.read_csv(recording)
+
+
+# The geometry the papers claim contrastive training leaves: lower anisotropy, lower (more uniform) uniformity.
+GEOMETRY_CLAIMS = {"anisotropy": "less anisotropic", "uniformity": "more uniform"}
+
+
+def geometry_claims(geometry: pd.DataFrame, backbones, methods, baseline: str = "cls", seeds: int = 1,
+                    spreads: dict[str, Spread] | None = None) -> pd.DataFrame:
+    """The claim "contrastive training leaves a less anisotropic, more uniform space" on each trained readout, as a
+    claims table (:func:`bertsent.report.claims.claims_table`, with ``backbone``, ``method`` and ``quantity``).
+
+    Our effect is the trained readout's anisotropy (uniformity) minus that of the untrained ``baseline`` readout of
+    the same backbone (its [CLS], the vector SG / SG-OPT train). The papers give a direction (lower) and no number,
+    so the verdict comes from the sign beyond the noise. The trained rows have ``seeds`` seeds and the untrained one
+    none; a one-seed row borrows ``spreads[quantity]`` (a :class:`~bertsent.report.claims.Spread` of that
+    measurement over seeds) and, with none given, the tolerance is not measured and the verdict rests on the sign.
+
+    ``geometry``: one row per readout with columns backbone, method, anisotropy, uniformity (``methods.csv``).
+    """
+    rows = []
+    indexed = geometry.set_index(["backbone", "method"])
+    for backbone in backbones:
+        for method in methods:
+            if (backbone, baseline) not in indexed.index or (backbone, method) not in indexed.index:
+                continue
+            for quantity, wording in GEOMETRY_CLAIMS.items():
+                ours = indexed.loc[(backbone, method), quantity] - indexed.loc[(backbone, baseline), quantity]
+                noise = seed_noise(Side(seeds=seeds), Side(seeds=0), reference=(spreads or {}).get(quantity))
+                rows.append(judge(f"{method} {wording} than untrained {baseline}", ours, None, noise, direction=-1,
+                                  backbone=backbone, method=method, quantity=quantity))
+    return claims_table(rows)

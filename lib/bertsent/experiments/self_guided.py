@@ -12,6 +12,7 @@ import pandas as pd
 from ..data.sts import STSDataset
 from ..encode.encoder import Encoder
 from ..encode.whitening import Whitening
+from ..report.claims import NO_CLAIM, Side, Spread, claims_table, judge, seed_noise
 from ..training.self_guided import SelfGuidedConfig
 from .runs import train_or_reuse
 from .sts_tables import layer_pooling_scores
@@ -65,34 +66,6 @@ def whitening_scores(encoder: Encoder, datasets: dict[str, STSDataset], fit_sent
     return score_encoder(encoder, datasets, "mean", -1, whitening.transform)
 
 
-# Below this many Spearman points a one-seed difference is not read as evidence either way.
-INCONCLUSIVE_BELOW = 0.5
-
-
-def verdict(ours: float, paper: float, tolerance: float = INCONCLUSIVE_BELOW) -> str:
-    """Does our difference between two rows support the paper's difference between the same rows?
-
-    "reproduced": same sign and at least ``tolerance`` points; "not reproduced": the opposite sign by at least
-    ``tolerance``; "inconclusive": smaller than ``tolerance``, or the paper reports no difference.
-    """
-    if abs(ours) < tolerance or paper == 0:
-        return "inconclusive"
-    return "reproduced" if (ours > 0) == (paper > 0) else "not reproduced"
-
-
-def claim_checks(ours: pd.Series, paper: pd.Series, claims: list[tuple[str, str]]) -> pd.DataFrame:
-    """For each claim "row A beats row B", our and the paper's difference A - B and the :func:`verdict`.
-
-    ``ours`` and ``paper``: STS averages indexed by method name (ours for one backbone and training set).
-    """
-    rows = []
-    for better, worse in claims:
-        if better in ours and worse in ours:
-            delta, reported_delta = ours[better] - ours[worse], paper[better] - paper[worse]
-            rows.append((f"{better} > {worse}", round(reported_delta, 2), round(delta, 2), verdict(delta, reported_delta)))
-    return pd.DataFrame(rows, columns=["claim", "paper (BERT-base)", "ours", "verdict"])
-
-
 def seed_mean_table(scores: pd.DataFrame, aggregation: str, datasets: list[str]) -> pd.DataFrame:
     """The main STS table from per-seed rows: one row per (backbone, method, train_data), each dataset's
     Spearman and the seven-set ``avg`` averaged over seeds, and the number of ``seeds``.
@@ -122,40 +95,158 @@ def seed_averages(scores: pd.DataFrame, by: list[str], aggregation: str = "all")
     return sts_average(scores[scores["aggregation"] == aggregation], by + ["seed"]).rename(columns={"spearman": "avg"})
 
 
-def ablation_table(scores: pd.DataFrame, reference: str = "sg_opt", aggregation: str = "all") -> pd.DataFrame:
-    """Our ablations beside the paper's: per (backbone, variant) the mean and standard deviation over seeds of the
-    STS average, the number of seeds, the ``change`` from ``reference``, the paper's average and change, and the
-    :func:`verdict` on "the variant is worse than SG-OPT" with a tolerance of the larger of
-    :data:`INCONCLUSIVE_BELOW` and two standard deviations of the reference over its seeds.
+def _statistics(per_seed: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Per group of ``by`` of per-seed rows (columns ``by``, seed, value): the mean ``avg`` and standard deviation
+    ``sd`` over seeds and the number of ``seeds``, 0 for a deterministic row (seed ``"-"``: untrained, whitening)."""
+    per_seed = per_seed.assign(seeded=per_seed["seed"].astype(str) != "-")
+    grouped = per_seed.groupby(by, sort=False)
+    return pd.DataFrame({"avg": grouped["value"].mean(), "sd": grouped["value"].std(ddof=1),
+                         "seeds": grouped["seeded"].sum().astype(int)}).reset_index()
 
-    ``scores``: columns backbone, variant, train_data, seed, dataset, aggregation, spearman.
+
+def seed_statistics(scores: pd.DataFrame, by: list[str], aggregation: str = "all") -> pd.DataFrame:
+    """Per group of ``by``: the mean (``avg``) and standard deviation (``sd``) over seeds of the seven-set STS
+    average, and the number of ``seeds``, 0 for a deterministic row (seed ``"-"``: untrained, whitening).
+
+    ``scores``: per-seed rows with columns ``by``, seed, dataset, aggregation, spearman.
     """
+    return _statistics(seed_averages(scores, by, aggregation).rename(columns={"avg": "value"}), by)
+
+
+def seed_spreads(scores: pd.DataFrame, variant: str = "sg_opt", aggregation: str = "all",
+                 where: str = "ablation page") -> dict[str, Spread]:
+    """The seed spread of ``variant`` on each backbone where it has two seeds or more: per backbone a
+    :class:`~bertsent.report.claims.Spread` (sd over seeds of the seven-set STS average), to lend to one-seed rows.
+
+    ``scores``: per-seed rows with columns backbone, variant, seed, dataset, aggregation, spearman
+    (``sg_ablations.csv``).
+    """
+    stats = seed_statistics(scores[scores["variant"] == variant], ["backbone", "variant"], aggregation)
+    return {row["backbone"]: Spread(float(row["sd"]), int(row["seeds"]),
+                                    f"{variant} over {int(row['seeds'])} seeds on {row['backbone']}, {where}")
+            for _, row in stats.iterrows() if row["seeds"] >= 2 and pd.notna(row["sd"])}
+
+
+def measured_spreads(results_dir=None) -> dict[str, Spread]:
+    """SG-OPT's seed spread per backbone as measured on the ablation page (:func:`seed_spreads` of
+    ``sg_ablations.csv`` under ``results_dir``, else the repository's ``results/``); empty when neither holds it.
+
+    Pages that run before the ablation page in a build read the spread of its last committed run.
+    """
+    from ..paths import RESULTS_DIR
+
+    for directory in dict.fromkeys(Path(d) for d in (results_dir or RESULTS_DIR, RESULTS_DIR)):
+        if (directory / "sg_ablations.csv").is_file():
+            return seed_spreads(pd.read_csv(directory / "sg_ablations.csv"))
+    return {}
+
+
+def spread_for(spreads: dict[str, Spread], backbone: str) -> Spread | None:
+    """The spread measured on ``backbone``; else the largest one measured on another backbone, lent with a note
+    saying so; None when nothing was measured."""
+    if backbone in spreads:
+        return spreads[backbone]
+    if not spreads:
+        return None
+    spread = max(spreads.values(), key=lambda measured: measured.sd)
+    return Spread(spread.sd, spread.seeds, f"{spread.source}; lent to {backbone}, where it is not measured")
+
+
+def _side(sd: float, seeds: int) -> Side:
+    """A side of :func:`~bertsent.report.claims.seed_noise` (a one-seed or deterministic row has no sd: NaN)."""
+    return Side(0.0 if pd.isna(sd) else float(sd), int(seeds))
+
+
+def _side_of(row) -> Side:
+    return _side(row["sd"], row["seeds"])
+
+
+def claim_sides(stats: pd.DataFrame, backbone: str, train_data: str) -> pd.DataFrame:
+    """The rows of :func:`seed_statistics` (by backbone, method, train_data) that one backbone's claims compare,
+    indexed by method: the untrained rows (train_data "-"), whitening (fitted on ``stsb_all``) and SG / SG-OPT
+    trained on ``train_data``."""
+    rows = stats[stats["backbone"] == backbone]
+    keep = [(data == train_data) if method in METHOD_LOSSES else data in ("-", "stsb_all")
+            for method, data in zip(rows["method"], rows["train_data"])]
+    return rows[keep].set_index("method")
+
+
+def sts_claims(scores: pd.DataFrame, paper: pd.Series, claims: list[tuple[str, str]], train_data: list[str],
+               spreads: dict[str, Spread] | None = None, aggregation: str = "all") -> pd.DataFrame:
+    """The paper's STS claims "row A beats row B" on each of our backbones and training sets, judged by
+    :func:`bertsent.report.claims.judge`: a claims table with ``backbone`` and ``train_data``.
+
+    ``scores``: per-seed rows (``sts_main.csv``). ``paper``: the paper's STS averages by method. Our effect is the
+    difference of the two rows' seven-set averages (mean over seeds); its tolerance :func:`~bertsent.report.claims.seed_noise`
+    from the seeds of each row, a one-seed row borrowing :func:`spread_for` of ``spreads`` (:func:`measured_spreads`).
+    A claim whose rows are missing (not trained, or fewer than seven datasets) is left out.
+    """
+    stats = seed_statistics(scores, ["backbone", "method", "train_data"], aggregation)
+    rows = []
+    for backbone in dict.fromkeys(stats["backbone"]):
+        reference = spread_for(spreads or {}, backbone)
+        for data in train_data:
+            sides = claim_sides(stats, backbone, data)
+            for better, worse in claims:
+                if better not in sides.index or worse not in sides.index:
+                    continue
+                a, b = sides.loc[better], sides.loc[worse]
+                if pd.isna(a["avg"]) or pd.isna(b["avg"]):
+                    continue
+                rows.append(judge(f"{better} > {worse}", a["avg"] - b["avg"], paper[better] - paper[worse],
+                                  seed_noise(_side_of(a), _side_of(b), reference=reference),
+                                  backbone=backbone, train_data=data))
+    return claims_table(rows)
+
+
+def _ablation_rows(scores: pd.DataFrame, reference: str, aggregation: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`ablation_table` and :func:`ablation_claims`, from one pass over the per-seed averages."""
     from ..report.reported import sg_opt_ablation_table
 
     per_seed = seed_averages(scores, ["backbone", "variant"], aggregation)
     grouped = per_seed.groupby(["backbone", "variant"], sort=False)["avg"]
     table = pd.DataFrame({"avg": grouped.mean(), "std": grouped.std(ddof=1), "seeds": grouped.size()}).reset_index()
     paper = sg_opt_ablation_table()
-    rows = []
+    rows, claims = [], []
     for backbone, group in table.groupby("backbone", sort=False):
         base = group.set_index("variant").loc[reference]
-        tolerance = max(INCONCLUSIVE_BELOW, 2 * base["std"]) if base["seeds"] > 1 else INCONCLUSIVE_BELOW
+        spread = (Spread(float(base["std"]), int(base["seeds"]), f"{reference} over {int(base['seeds'])} seeds on {backbone}")
+                  if base["seeds"] > 1 else None)
         for _, row in group.iterrows():
             change = row["avg"] - base["avg"]
             reported_change = paper["change"].get(row["variant"], float("nan"))
+            judged = {"ratio": float("nan"), "tolerance": float("nan"), "noise_source": "", "verdict": NO_CLAIM}
+            if row["variant"] != reference and pd.notna(reported_change):
+                claim = f"{row['variant']} {'<' if reported_change < 0 else '>'} {reference}"
+                noise = seed_noise(_side(row["std"], row["seeds"]), _side(base["std"], base["seeds"]), reference=spread)
+                judged = judge(claim, change, reported_change, noise, backbone=backbone, variant=row["variant"])
+                claims.append(judged)
             rows.append({**row, "change": change, "paper_avg": paper["avg"].get(row["variant"], float("nan")),
                          "paper_change": reported_change,
-                         "verdict": "-" if row["variant"] == reference or pd.isna(reported_change)
-                         else verdict(change, reported_change, tolerance)})
-    return pd.DataFrame(rows)
+                         **{key: judged[key] for key in ("ratio", "tolerance", "noise_source", "verdict")}})
+    return pd.DataFrame(rows), claims_table(claims)
 
 
-def averages_for_claims(table: pd.DataFrame, backbone: str, train_data: str) -> pd.Series:
-    """STS averages by method for one backbone, with the trained rows of one training set: the untrained
-    rows (train_data "-"), whitening (fitted on ``stsb_all``) and SG / SG-OPT trained on ``train_data``."""
-    rows = table.loc[backbone]["avg"]
-    return pd.Series({method: value for (method, data), value in rows.items()
-                      if (data == train_data if method in METHOD_LOSSES else data in ("-", "stsb_all"))})
+def ablation_table(scores: pd.DataFrame, reference: str = "sg_opt", aggregation: str = "all") -> pd.DataFrame:
+    """Our ablations beside the paper's: per (backbone, variant) the mean and standard deviation over seeds of the
+    STS average, the number of seeds, the ``change`` from ``reference``, the paper's average and change, and the
+    judgement of :func:`ablation_claims` on the paper's claim (``ratio``, ``tolerance``, ``noise_source``,
+    ``verdict``; :data:`~bertsent.report.claims.NO_CLAIM` for the reference and for rows the paper does not have).
+
+    ``scores``: columns backbone, variant, train_data, seed, dataset, aggregation, spearman.
+    """
+    return _ablation_rows(scores, reference, aggregation)[0]
+
+
+def ablation_claims(scores: pd.DataFrame, reference: str = "sg_opt", aggregation: str = "all") -> pd.DataFrame:
+    """The paper's ablation claims ("this variant is worse than SG-OPT", by the paper's change) on each backbone,
+    judged by :func:`bertsent.report.claims.judge`: a claims table with ``backbone`` and ``variant``.
+
+    Our effect is the variant's change from ``reference`` (means over seeds of the STS average); its tolerance
+    :func:`~bertsent.report.claims.seed_noise` from the seeds of both rows, a one-seed variant borrowing the
+    reference's spread over its seeds on the same backbone. Variants the paper does not have are left out.
+    """
+    return _ablation_rows(scores, reference, aggregation)[1]
 
 
 def domain_table(scores: pd.DataFrame, aggregation: str = "all") -> pd.DataFrame:
@@ -191,3 +282,57 @@ def domain_changes(table: pd.DataFrame, paper: pd.DataFrame, source: str = "snli
                          "change": group.loc[source, column] - group.loc[reference, column],
                          "paper_change": paper.loc[method, column] if method in paper.index else float("nan")})
     return pd.DataFrame(rows, columns=["backbone", "method", "score", source, reference, "change", "paper_change"])
+
+
+def _domain_statistics(scores: pd.DataFrame, aggregation: str) -> dict[str, pd.DataFrame]:
+    """Per score column of :func:`domain_table` (``stsb``; ``avg`` with all seven datasets): mean, sd and number of
+    seeds (0: deterministic) per (backbone, method, train_data)."""
+    keys = ["backbone", "method", "train_data"]
+    rows = scores[(scores["aggregation"] == aggregation) & (scores["dataset"] == "stsb")]
+    stats = {"stsb": _statistics(rows.rename(columns={"spearman": "value"}), keys)}
+    if scores.loc[scores["aggregation"] == aggregation, "dataset"].nunique() == 7:
+        stats["avg"] = _statistics(seed_averages(scores, keys, aggregation).rename(columns={"avg": "value"}), keys)
+    return {score: table.set_index(keys) for score, table in stats.items()}
+
+
+def domain_claims(scores: pd.DataFrame, paper: pd.DataFrame, spreads: dict[str, Spread] | None = None,
+                  source: str = "snli", reference: str = "stsb_all",
+                  robust: tuple[str, str] = ("sg_opt", "whitening"), aggregation: str = "all") -> pd.DataFrame:
+    """The paper's domain-robustness claims on each backbone, judged by :func:`bertsent.report.claims.judge`: a
+    claims table with ``backbone``, ``method`` and ``score``.
+
+    Two kinds of claim per backbone and score column: each method's change when its sentences come from ``source``
+    instead of ``reference`` (claim ``"<method>: snli - stsb_all (<score>)"``, against the paper's change), and
+    ``"<a> more robust than <b> (<score>)"`` for ``robust = (a, b)``: our effect is a's change minus b's, the paper's
+    the same (SG-OPT -1.63 minus flow -4.19 = +2.56 on the average). Tolerances: :func:`~bertsent.report.claims.seed_noise`
+    over the seeds of every row involved, a one-seed row borrowing :func:`spread_for` of ``spreads``.
+
+    ``scores``: per-seed rows (``sg_domain.csv``); ``paper``: as for :func:`domain_changes`. Methods the paper has
+    no figure for, or trained on only one of the two sets, are left out.
+    """
+    stats, rows = _domain_statistics(scores, aggregation), []
+    for backbone in dict.fromkeys(scores["backbone"]):
+        lent = spread_for(spreads or {}, backbone)
+        for score, table in stats.items():
+            if backbone not in table.index.get_level_values("backbone"):
+                continue
+
+            def pair(method):
+                keys = [(backbone, method, data) for data in (source, reference)]
+                return [table.loc[key] for key in keys] if all(key in table.index for key in keys) else None
+
+            for method in dict.fromkeys(table.loc[backbone].index.get_level_values("method")):
+                sides = pair(method)
+                if sides is None or method not in paper.index:
+                    continue
+                rows.append(judge(f"{method}: {source} - {reference} ({score})", sides[0]["avg"] - sides[1]["avg"],
+                                  paper.loc[method, score], seed_noise(*map(_side_of, sides), reference=lent),
+                                  backbone=backbone, method=method, score=score))
+            a, b = pair(robust[0]), pair(robust[1])
+            if a is not None and b is not None and set(robust) <= set(paper.index):
+                ours = (a[0]["avg"] - a[1]["avg"]) - (b[0]["avg"] - b[1]["avg"])
+                rows.append(judge(f"{robust[0]} more robust than {robust[1]} ({score})", ours,
+                                  paper.loc[robust[0], score] - paper.loc[robust[1], score],
+                                  seed_noise(*map(_side_of, a + b), reference=lent),
+                                  backbone=backbone, method=f"{robust[0]} vs {robust[1]}", score=score))
+    return claims_table(rows)
