@@ -1,5 +1,6 @@
 """The notebook runner: smoke runs of every notebook, parameter checks, result reuse."""
 import json
+from pathlib import Path
 
 import nbformat
 import pandas as pd
@@ -41,14 +42,134 @@ def test_profiles_only_set_declared_parameters():
             resolve_parameters(name, profile, config=config)  # raises on a typo in profiles.yml
 
 
-def test_fingerprint_follows_parameters_and_notebook(tmp_path):
-    source = REPO_ROOT / load_config()["notebooks"]["layer_pooling"]["source"]
+def _notebook(name: str) -> Path:
+    return REPO_ROOT / load_config()["notebooks"][name]["source"]
+
+
+def _edited_copy(source: Path, target: Path, edit) -> Path:
+    notebook = nbformat.read(source, as_version=4)
+    edit(notebook.cells)
+    nbformat.write(notebook, target)
+    return target
+
+
+def _first(cells, kind: str):
+    return next(c for c in cells if c.cell_type == kind and c.source.strip() and "parameters" not in c.metadata.get("tags", []))
+
+
+def test_fingerprint_follows_parameters_and_code_cells_only(tmp_path):
+    source = _notebook("layer_pooling")
     base = run_fingerprint(source, {"a": 1})
     assert run_fingerprint(source, {"a": 1}) == base
     assert run_fingerprint(source, {"a": 2}) != base
-    copy = tmp_path / "nb.ipynb"
-    copy.write_bytes(source.read_bytes() + b" ")
-    assert run_fingerprint(copy, {"a": 1}) != base
+
+    def code(cells):
+        _first(cells, "code").source += "\nunused = 1"
+
+    def markdown(cells):
+        _first(cells, "markdown").source += " More words."
+
+    def comment_and_layout(cells):
+        cell = _first(cells, "code")
+        cell.source = "# a comment\n" + cell.source.replace(", ", ",  ") + "\n\n"
+
+    def import_path(cells):  # a library module moved: only the import line changes
+        cell = next(c for c in cells if "from bertsent.experiments.sts_tables import" in c.source)
+        cell.source = cell.source.replace("from bertsent.experiments.sts_tables import", "from bertsent.tables import")
+
+    assert run_fingerprint(_edited_copy(source, tmp_path / "code.ipynb", code), {"a": 1}) != base
+    for edit in (markdown, comment_and_layout, import_path):
+        assert run_fingerprint(_edited_copy(source, tmp_path / f"{edit.__name__}.ipynb", edit), {"a": 1}) == base
+
+
+@pytest.fixture
+def library_copy(tmp_path, monkeypatch):
+    """A copy of lib/ that the fingerprints read instead of the real one (edit it freely)."""
+    import shutil
+
+    from bertsent import versions
+
+    copy = tmp_path / "lib"
+    shutil.copytree(REPO_ROOT / "lib" / "bertsent", copy / "bertsent", ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(versions, "LIBRARY_DIR", copy)
+    return copy / "bertsent"
+
+
+def _fingerprints() -> dict[str, str]:
+    config = load_config()
+    return {name: run_fingerprint(_notebook(name), resolve_parameters(name, "quick", config=config))
+            for name in ("layer_pooling", "sg_opt_sts", "sg_opt_ablations")}
+
+
+def test_library_refactors_leave_fingerprints_alone(library_copy):
+    """A docstring edit, a rename and a move of library modules change no page's fingerprint."""
+    before = _fingerprints()
+    opt3 = library_copy / "losses" / "self_guided" / "opt3.py"
+    opt3.write_text(opt3.read_text().replace('"""', '"""Reworded. ', 1))  # docstring
+    opt3.rename(opt3.with_name("contrastive_opt3.py"))  # rename, and the one import that names it
+    package = library_copy / "losses" / "self_guided" / "__init__.py"
+    package.write_text(package.read_text().replace("from .opt3 import", "from .contrastive_opt3 import"))
+    pooling = library_copy / "encode" / "pooling.py"  # a move to another package, importers updated
+    pooling.rename(library_copy / "evaluation" / "pooling.py")
+    encoder = library_copy / "encode" / "encoder.py"
+    encoder.write_text(encoder.read_text().replace("from .pooling import", "from ..evaluation.pooling import"))
+    assert not any("contrastive" in str(p) for p in book.library_files(_notebook("layer_pooling")))
+    assert any("contrastive_opt3" in str(p) for p in book.library_files(_notebook("sg_opt_sts")))
+    assert _fingerprints() == before
+
+
+def test_a_version_bump_makes_exactly_the_pages_that_reach_it_stale(library_copy):
+    before = _fingerprints()
+    opt3 = library_copy / "losses" / "self_guided" / "opt3.py"
+    opt3.write_text(opt3.read_text().replace("METHOD_VERSION = 1", "METHOD_VERSION = 2"))
+    after = _fingerprints()
+    assert after["layer_pooling"] == before["layer_pooling"]  # inference only: never reaches the losses
+    assert after["sg_opt_sts"] != before["sg_opt_sts"]
+    assert after["sg_opt_ablations"] != before["sg_opt_ablations"]
+    pooling = library_copy / "encode" / "pooling.py"
+    pooling.write_text(pooling.read_text().replace("METHOD_VERSION = 1", "METHOD_VERSION = 2"))
+    assert all(_fingerprints()[name] != after[name] for name in after)  # every page pools
+
+
+def test_stale_page_says_which_method_changed(library_copy):
+    source = _notebook("sg_opt_sts")
+    parameters = resolve_parameters("sg_opt_sts", "quick")
+    record = {"inputs": book.page_inputs(source, parameters),
+              "method_versions": book.method_versions(book.notebook_modules(source))}
+    opt3 = library_copy / "losses" / "self_guided" / "opt3.py"
+    opt3.write_text(opt3.read_text().replace("METHOD_VERSION = 1", "METHOD_VERSION = 2"))
+    reason = book._stale_reason(record, book.page_inputs(source, parameters),
+                                book.method_versions(book.notebook_modules(source)))
+    assert reason == "the method versions it reaches (bertsent.losses.self_guided.opt3 1 -> 2) changed"
+
+
+# Modules whose code decides no number: loading and checking files, paths, plotting, the runners.
+UNVERSIONED = {"__init__.py", "__main__.py", "manifest.py", "fetch.py", "io.py", "plots.py", "store.py", "claims.py"}
+
+
+def test_every_module_that_computes_declares_its_method_version():
+    from bertsent.versions import declared_version
+
+    library = REPO_ROOT / "lib" / "bertsent"
+    missing = [str(path.relative_to(library))
+               for package in ("data", "encode", "models", "losses", "training", "evaluation", "experiments")
+               for path in sorted((library / package).rglob("*.py"))
+               if path.name not in UNVERSIONED and declared_version(path) is None]
+    assert not missing, f"declare METHOD_VERSION = 1 (bump when the maths changes) in {missing}"
+    assert declared_version(library / "losses" / "self_guided" / "__init__.py") == 1  # LOSSES: name -> function
+
+
+def test_declared_version_must_be_a_literal(tmp_path):
+    from bertsent.versions import declared_version
+
+    module = tmp_path / "m.py"
+    module.write_text("METHOD_VERSION = 3  # bump when the maths changes\n")
+    assert declared_version(module) == 3
+    module.write_text("VERSION = 3\n")
+    assert declared_version(module) is None
+    module.write_text("METHOD_VERSION = '3'\n")
+    with pytest.raises(ValueError, match="literal integer"):
+        declared_version(module)
 
 
 def test_up_to_date_run_is_reused(monkeypatch, tmp_path):

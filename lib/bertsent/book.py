@@ -2,9 +2,13 @@
 
 ``notebooks/profiles.yml`` names each notebook (its source and the executed copy the book renders)
 and the parameter profiles (``smoke``, ``quick``, ``paper``). A run records a fingerprint of
-everything that determines its results (the notebook, the resolved parameters, the library modules
-it imports and the data manifest) in ``results/runs/<notebook>.json``; a later build whose fingerprint matches
-and whose outputs are present reuses them instead of recomputing. ``--force`` recomputes.
+everything that determines its results in ``results/runs/<notebook>.json``: the notebook's code cells, the
+resolved parameters, the data manifest, and the ``METHOD_VERSION`` of every library module the notebook
+reaches through its imports (:mod:`bertsent.versions`), not the modules' text, so a refactor of the library
+leaves every page up to date and a bumped version makes exactly the pages that reach it out of date. A later
+build whose fingerprint matches and whose outputs are present reuses them instead of recomputing; one that
+does not says why. ``--force`` recomputes. Trained runs are reused the same way, from their committed results
+(:mod:`bertsent.experiments.runs`).
 
 Command line::
 
@@ -27,6 +31,7 @@ import yaml
 
 from .paths import REPO_ROOT, RESULTS_DIR
 from .report.io import write_json_atomic
+from .versions import code_imports, manifest_digest, method_versions, reached_modules, versions_digest
 
 PROFILES_FILE = REPO_ROOT / "notebooks" / "profiles.yml"
 RUNS_DIR = RESULTS_DIR / "runs"
@@ -69,71 +74,108 @@ def resolve_parameters(name: str, profile: str, overrides: dict | None = None, c
     return {**declared, **chosen}
 
 
-def _imported_modules(code: str, package: str | None = None) -> set[str]:
-    """Names of the bertsent modules that ``code`` imports (``package``: the importing module's package)."""
-    import ast
+class _DropLibraryImports(ast.NodeTransformer):
+    """Removes the statements that import from bertsent, collecting the names they bind: where a name comes from
+    is the library's layout, which the method versions cover (:func:`page_inputs`)."""
 
-    found = set()
-    for node in ast.walk(ast.parse(code)):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:  # relative: resolve against the importing module's package
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                module = ".".join(base + ([node.module] if node.module else []))
-            else:
-                module = node.module or ""
-            found.add(module)
-            found.update(f"{module}.{alias.name}" for alias in node.names)  # "from pkg import module"
-    return {name for name in found if name == "bertsent" or name.startswith("bertsent.")}
+    def __init__(self):
+        self.names: set[tuple] = set()
+
+    @staticmethod
+    def _library(module: str) -> bool:
+        return module == "bertsent" or module.startswith("bertsent.")
+
+    def visit_Import(self, node):
+        kept = [alias for alias in node.names if not self._library(alias.name)]
+        self.names.update(("import", alias.asname or "bertsent") for alias in node.names if self._library(alias.name))
+        if not kept:
+            return None
+        node.names = kept
+        return node
+
+    def visit_ImportFrom(self, node):
+        if node.level == 0 and self._library(node.module or ""):
+            self.names.update(("from", alias.name, alias.asname) for alias in node.names)
+            return None
+        return node
 
 
-def _module_file(name: str) -> Path | None:
-    base = REPO_ROOT / "lib" / Path(*name.split("."))
-    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-        if candidate.is_file():
-            return candidate
-    return None
+def code_cells(notebook: Path) -> list[str]:
+    """The sources of a notebook's code cells (markdown cells never change a result)."""
+    import nbformat
+
+    return [cell.source for cell in nbformat.read(notebook, as_version=4).cells if cell.cell_type == "code"]
+
+
+def code_digest(notebook: Path) -> str:
+    """sha256 of what the notebook's code does: each code cell's syntax tree (so comments and layout do not
+    count), with the statements importing from bertsent replaced by the sorted set of names they import (so a
+    module moving inside the library, which changes an import line, does not count either). A cell that does not
+    parse (IPython magics) counts as its text."""
+    digest = hashlib.sha256()
+    names: set[tuple] = set()
+    for source in code_cells(notebook):
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            digest.update(source.encode())
+            continue
+        dropper = _DropLibraryImports()
+        digest.update(ast.dump(dropper.visit(tree)).encode())
+        names |= dropper.names
+    digest.update(json.dumps(sorted(names, key=repr)).encode())
+    return digest.hexdigest()
+
+
+def notebook_modules(notebook: Path) -> set[str]:
+    """The bertsent modules a notebook's code cells import."""
+    return code_imports(code_cells(notebook))
 
 
 def library_files(notebook: Path) -> list[Path]:
-    """The library modules a notebook uses: its bertsent imports, followed transitively, with the packages'
+    """The library modules a notebook reaches: its bertsent imports, followed transitively, with the packages'
     ``__init__`` files."""
-    import nbformat
+    return sorted(set(reached_modules(notebook_modules(notebook)).values()))
 
-    cells = nbformat.read(notebook, as_version=4).cells
-    pending = set().union(*(_imported_modules(c.source) for c in cells if c.cell_type == "code"
-                            and not c.source.lstrip().startswith(("%", "!"))))
-    files: dict[str, Path] = {}
-    while pending:
-        parts = pending.pop().split(".")
-        for depth in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__ and a/b/__init__ too
-            prefix = ".".join(parts[:depth])
-            path = _module_file(prefix)
-            if path is None or prefix in files:
-                continue
-            files[prefix] = path
-            package = prefix if path.name == "__init__.py" else ".".join(parts[: depth - 1])
-            pending |= _imported_modules(path.read_text(encoding="utf-8"), package) - set(files)
-    return sorted(set(files.values()))
+
+def page_inputs(source: Path, parameters: dict) -> dict:
+    """What a page's results depend on, each as a digest: its ``code`` (:func:`code_digest`), its resolved
+    ``parameters``, the data ``manifest`` (each file's path and sha256) and the ``methods``: the
+    ``METHOD_VERSION`` of every library module it reaches (:mod:`bertsent.versions`), not the modules' text."""
+    return {"code": code_digest(source),
+            "parameters": hashlib.sha256(json.dumps(parameters, sort_keys=True).encode()).hexdigest(),
+            "manifest": manifest_digest(),
+            "methods": versions_digest(method_versions(notebook_modules(source)))}
 
 
 def code_fingerprint(notebook: Path) -> str:
-    """Hash of the library modules a notebook uses and of the data manifest: what its results depend on
-    besides the notebook itself and its parameters."""
-    digest = hashlib.sha256()
-    for path in library_files(notebook) + [REPO_ROOT / "data" / "manifest.csv"]:
-        digest.update(path.relative_to(REPO_ROOT).as_posix().encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
+    """What a page's results depend on besides its notebook and parameters: the method versions of the library
+    modules it reaches and the data manifest."""
+    versions = versions_digest(method_versions(notebook_modules(notebook)))
+    return hashlib.sha256(f"{versions}|{manifest_digest()}".encode()).hexdigest()
 
 
 def run_fingerprint(source: Path, parameters: dict) -> str:
-    digest = hashlib.sha256()
-    digest.update(source.read_bytes())
-    digest.update(json.dumps(parameters, sort_keys=True).encode())
-    digest.update(code_fingerprint(source).encode())
-    return digest.hexdigest()
+    """The page's fingerprint: sha256 of :func:`page_inputs`. A rename, a move, a docstring or any refactor of the
+    library leaves it as it is; bumping the ``METHOD_VERSION`` of a module the page reaches changes it."""
+    return hashlib.sha256(json.dumps(page_inputs(source, parameters), sort_keys=True).encode()).hexdigest()
+
+
+def _stale_reason(record: dict, inputs: dict, versions: dict) -> str:
+    """Which of a page's inputs changed since its record, in words (``versions``: module -> version now)."""
+    recorded = record.get("inputs")
+    if not recorded:
+        return "recorded before pages were fingerprinted by method versions"
+    words = {"code": "its code", "parameters": "its parameters", "manifest": "the data manifest",
+             "methods": "the method versions it reaches"}
+    changed = [words[key] for key in words if recorded.get(key) != inputs.get(key)]
+    if recorded.get("methods") != inputs.get("methods"):
+        before = record.get("method_versions", {})
+        bumped = [f"{name} {before.get(name, '-')} -> {version}" for name, version in versions.items()
+                  if before.get(name) != version and version != 1]
+        if bumped:
+            changed[-1] += f" ({', '.join(bumped)})"
+    return ", ".join(changed) + " changed" if changed else "its outputs are missing"
 
 
 def run_notebook(name: str, profile: str = "quick", overrides: dict | None = None, force: bool = False,
@@ -152,7 +194,9 @@ def run_notebook(name: str, profile: str = "quick", overrides: dict | None = Non
     output = Path(output) if output else REPO_ROOT / entry["output"]
     if results_dir is not None:
         parameters["results_dir"] = str(results_dir)
-    fingerprint = run_fingerprint(source, parameters)
+    inputs = page_inputs(source, parameters)
+    versions = method_versions(notebook_modules(source))
+    fingerprint = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()  # = run_fingerprint
     record_path = RUNS_DIR / f"{name}.json"
     if canonical and not force and record_path.is_file():
         record = json.loads(record_path.read_text())
@@ -160,6 +204,7 @@ def run_notebook(name: str, profile: str = "quick", overrides: dict | None = Non
         if record.get("fingerprint") == fingerprint and outputs_present:
             log(f"{name}: up to date (profile {record['profile']}, run {record['finished']}); reusing its results")
             return output
+        log(f"{name}: out of date: {_stale_reason(record, inputs, versions) if outputs_present else 'its outputs are missing'}")
     log(f"{name}: running {entry['source']} with profile {profile} -> {output.relative_to(REPO_ROOT) if output.is_relative_to(REPO_ROOT) else output}")
     output.parent.mkdir(parents=True, exist_ok=True)
     started = time.time()
@@ -175,6 +220,7 @@ def run_notebook(name: str, profile: str = "quick", overrides: dict | None = Non
         write_json_atomic(record_path, {
             "notebook": name, "profile": profile, "parameters": parameters, "fingerprint": fingerprint,
             "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "seconds": round(seconds, 1), "outputs": written,
+            "inputs": inputs, "method_versions": versions,
             "library_files": [str(p.relative_to(REPO_ROOT)) for p in library_files(source)],
             "versions": {"python": sys.version.split()[0], "torch": torch.__version__, "transformers": transformers.__version__},
         })

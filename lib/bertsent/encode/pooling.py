@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import torch
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 POOLINGS = ("cls", "mean", "max", "first_last_avg")
 FIRST_LAYER = 1  # the "first" of first-last average: the first transformer layer, not the embeddings
 

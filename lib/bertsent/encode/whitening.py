@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 
 @dataclass
 class Whitening:

@@ -25,6 +25,8 @@ import pandas as pd
 from scipy.spatial.distance import pdist
 from scipy.special import logsumexp
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 __all__ = [
     "GeometryCallback", "alignment", "anisotropy", "cosine_by_gold_band", "embed_sentences", "geometry_summary",
     "make_geometry_callback", "positive_pairs", "random_pair_indices", "singular_value_spectrum", "uniformity",

@@ -22,6 +22,8 @@ from scipy.stats import spearmanr
 
 from ..data.sts import STSDataset
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 AGGREGATIONS = ("all", "wmean")
 # Identical vectors give cosines equal to the last bit; this only absorbs float64 summation order.
 CONSTANT_TOLERANCE = 1e-12

@@ -18,6 +18,8 @@ from sklearn.model_selection import StratifiedKFold
 
 from ..data.transfer import ClassificationTask
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 C_GRID = [2.0 ** t for t in range(-2, 4)]
 
 

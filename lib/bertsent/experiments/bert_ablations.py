@@ -15,6 +15,8 @@ from ..report.claims import claims_table, dev_set_noise, judge
 from ..training.glue import TASK_METRICS
 from ..training.pretraining import PROFILES, PretrainingConfig
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 
 def ablation_config(size: str, objective: str, steps: int, profile: str = "cpu", evaluations: int = 5,
                     **overrides) -> PretrainingConfig:

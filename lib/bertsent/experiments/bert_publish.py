@@ -17,6 +17,8 @@ import torch
 from ..data.corpus import CORPUS_SOURCES
 from ..models.bert_pretraining import BERT_SIZES
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 MODELS_DIR_NAME = "models"
 
 

@@ -13,6 +13,8 @@ from typing import Callable
 
 import pandas as pd
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 
 def median_seconds(call: Callable[[], object], repeats: int = 3, warmup: int = 1) -> float:
     """Median wall time of ``call()`` over ``repeats`` runs, after ``warmup`` untimed runs."""

@@ -31,6 +31,8 @@ from ..training.self_guided import SelfGuidedConfig, train_self_guided
 from .runs import run_id
 from .self_guided import score_encoder
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 
 @dataclass
 class Readout:

@@ -18,6 +18,8 @@ from ..data.sts import STSDataset, load_stsb
 from ..paths import CACHE_DIR
 from ..training.self_guided import SelfGuidedConfig, train_self_guided
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 
 def run_id(backbone: str, train_data: str, config: SelfGuidedConfig) -> str:
     key = json.dumps({"backbone": backbone, "train_data": train_data, **asdict(config)}, sort_keys=True)

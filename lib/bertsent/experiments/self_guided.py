@@ -17,6 +17,8 @@ from ..training.self_guided import SelfGuidedConfig
 from .runs import train_or_reuse
 from .sts_tables import layer_pooling_scores
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 METHOD_LOSSES = {"sg": "base", "sg_opt": "opt3"}
 
 # The paper's ablations of SG-OPT, plus two choices where the paper and the released code differ:

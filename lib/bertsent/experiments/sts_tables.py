@@ -7,6 +7,8 @@ from ..data.sts import STS_DATASETS, STSDataset, load_sts
 from ..encode.encoder import Encoder
 from ..evaluation.sts import AGGREGATIONS, cosine_rows, evaluate_sts
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 LAYER_POOLING_COLUMNS = ["backbone", "dataset", "layer", "pooling", "aggregation", "spearman"]
 BASELINE_COLUMNS = ["backbone", "method", "dataset", "aggregation", "spearman"]
 # baseline method -> (pooling, layer); layer -1 is the last layer

@@ -7,6 +7,8 @@ from transformers import BertConfig, BertForPreTraining
 
 from ..data.masking import IGNORE_INDEX
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 # (layers, hidden size); heads = hidden / 64 and feed-forward = 4 x hidden, as BERT-base and the
 # miniature BERTs of Turc et al. (2019) use
 BERT_SIZES = {"tiny": (2, 128), "mini": (4, 256), "small": (4, 512), "medium": (8, 512), "base": (12, 768)}

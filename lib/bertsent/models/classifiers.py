@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import torch
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 
 class LastTokenClassifier(torch.nn.Module):
     """A causal BERT with a linear classifier on the state of each input's last token (see the module docstring)."""

@@ -18,6 +18,8 @@ from torch import nn
 from ..encode.pooling import max_pooling, mean_pooling
 from ..quiet import quiet_transformers
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 VIEW_POOLINGS = {"max": max_pooling, "mean": mean_pooling}
 
 

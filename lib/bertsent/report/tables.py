@@ -8,6 +8,8 @@ import pandas as pd
 from ..paths import REPO_ROOT, RESULTS_DIR
 from .io import write_csv_atomic
 
+METHOD_VERSION = 1  # bump when the maths changes (here: how the numbers are written)
+
 
 def results_path(results_dir, *parts: str) -> Path:
     """``results_dir`` (default: the repository's ``results/``) joined with ``parts``."""

@@ -28,6 +28,8 @@ from ..report.io import atomic_torch_save
 from ..report.tables import write_table
 from .self_guided import TrainingDivergedError
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 # the uncased WordPiece vocabulary of bert-base-uncased ships inside all-MiniLM-L6-v2 (byte-identical)
 TOKENIZER_SOURCE = "all-minilm-l6-v2"
 FIRST_WORD_PIECE = 999

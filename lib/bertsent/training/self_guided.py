@@ -36,6 +36,8 @@ from ..models import SelfGuidedModel, load_encoder
 from ..quiet import quiet_transformers
 from ..report.io import atomic_torch_save
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 
 class TrainingDivergedError(FloatingPointError):
     pass

@@ -19,6 +19,8 @@ from .regularizer import weight_distance_regularizer
 from .sg_base import sg_base_loss
 from .similarity import cosine_logits
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 LOSSES = {"base": sg_base_loss, "opt1": sg_opt1_loss, "opt2": sg_opt2_loss, "opt3": sg_opt3_loss}
 
 __all__ = ["LOSSES", "cosine_logits", "sg_base_loss", "sg_opt1_loss", "sg_opt2_loss", "sg_opt3_loss",

@@ -3,6 +3,8 @@ import torch.nn.functional as F
 
 from .similarity import cosine_logits
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 
 def sg_opt1_loss(c: torch.Tensor, h: torch.Tensor, temperature: float = 0.01) -> torch.Tensor:
     r"""L^opt1: only c_i is an anchor (no h-h repulsion); the c_i - c_j repulsion is kept.

@@ -3,6 +3,8 @@ import torch.nn.functional as F
 
 from .similarity import cosine_logits
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 
 def sg_opt2_loss(c: torch.Tensor, h: torch.Tensor, temperature: float = 0.01) -> torch.Tensor:
     r"""L^opt2: c_i is the only anchor and sentence vectors do not repel each other; one sampled view.

@@ -2,6 +2,8 @@ import torch
 
 from .similarity import cosine_logits
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 
 def sg_opt3_loss(c: torch.Tensor, h: torch.Tensor, temperature: float = 0.01) -> torch.Tensor:
     r"""L^opt3 (SG-OPT): c_i against every layer's view of itself; other sentences' views of every layer repel.

@@ -1,5 +1,7 @@
 import torch
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 
 def weight_distance_regularizer(trained: torch.nn.Module, frozen: torch.nn.Module, weight: float = 0.1) -> torch.Tensor:
     r"""L^reg = lambda * sum over parameters ||theta_T - theta_F||^2: keeps the trained copy near the frozen one.

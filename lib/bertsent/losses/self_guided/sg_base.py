@@ -3,6 +3,8 @@ import torch.nn.functional as F
 
 from .similarity import cosine_logits
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 
 def sg_base_loss(c: torch.Tensor, h: torch.Tensor, temperature: float = 0.01) -> torch.Tensor:
     r"""L^base (SG): NT-Xent over the 2b vectors X = {c_i} U {h_i}, every vector an anchor.
