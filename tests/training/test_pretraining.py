@@ -2,10 +2,13 @@
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 
-from bertsent.training.pretraining import PretrainingConfig, pretrain
+from bertsent.data.masking import FIRST_WORD_PIECE, IGNORE_INDEX
+from bertsent.data.pretraining_pairs import Instances
+from bertsent.training.pretraining import MASK_ID, PairBatches, PretrainingConfig, load_tokenizer, pretrain
 
 
 SMOKE = dict(size="tiny", batch_size=8, max_length=64, eval_every=4, eval_instances=64, mixed_precision="no",
@@ -60,3 +63,72 @@ def test_command_line_runs_as_a_module():
                           text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "--profile" in done.stdout and "--output" in done.stdout
+
+
+def random_replacements(batch):
+    """Ids put in by a random draw: predicted positions that hold neither [MASK] nor the original token."""
+    ids, labels = batch["input_ids"], batch["labels"]
+    return ids[(labels != IGNORE_INDEX) & (ids != MASK_ID) & (ids != labels)]
+
+
+class SmallVocabulary:
+    """A stand-in tokenizer: the uncased vocabulary's special ids, ``size`` entries in all."""
+    cls_token_id, sep_token_id, pad_token_id, mask_token_id = 101, 102, 0, MASK_ID
+
+    def __init__(self, size: int):
+        self.vocab_size = size
+
+    def __len__(self) -> int:
+        return self.vocab_size
+
+
+def test_pair_batches_replace_tokens_with_word_pieces_only():
+    """The batches the trainer masks draw random replacements from the word pieces, never from the special and
+    [unusedN] ids below FIRST_WORD_PIECE (the arguments PairBatches gives mask_tokens)."""
+    tokenizer = load_tokenizer()
+    vocabulary = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+    # below FIRST_WORD_PIECE: [PAD], [unusedN], [UNK], [CLS], [SEP], [MASK]; from it on, word pieces
+    assert all(t.startswith("[") and t.endswith("]") for t in vocabulary[:FIRST_WORD_PIECE])
+    assert vocabulary[FIRST_WORD_PIECE] == "!" and tokenizer.mask_token_id == MASK_ID
+    rng = np.random.default_rng(0)
+    n, length = 640, 120
+    instances = Instances(rng.integers(FIRST_WORD_PIECE, len(tokenizer), n * length).astype(np.uint16),
+                          np.arange(0, n * length + 1, length), rng.integers(10, length - 10, n), rng.random(n) < 0.5)
+    batches = PairBatches(instances, tokenizer, batch_size=64, seed=0, next_sentence=True)
+    drawn = torch.cat([random_replacements(batches.batch(step)) for step in range(40)])
+    assert len(drawn) > 3000
+    assert drawn.min() >= FIRST_WORD_PIECE and drawn.max() < len(tokenizer), \
+        f"random replacements outside the word pieces: {drawn.min()}..{drawn.max()}"
+    span = len(tokenizer) - FIRST_WORD_PIECE
+    assert drawn.min() < FIRST_WORD_PIECE + span // 100 and drawn.max() >= len(tokenizer) - span // 100, \
+        "the word-piece range's ends are not reached"
+    # a vocabulary with four word pieces: both ends of the range drawn, nothing outside (exact bounds)
+    small = SmallVocabulary(FIRST_WORD_PIECE + 4)
+    instances = Instances(rng.integers(FIRST_WORD_PIECE, len(small), n * length).astype(np.uint16),
+                          instances.starts, instances.a_lengths, instances.is_next)
+    batches = PairBatches(instances, small, batch_size=64, seed=0, next_sentence=True)
+    drawn = torch.cat([random_replacements(batches.batch(step)) for step in range(10)])
+    assert set(drawn.tolist()) == set(range(FIRST_WORD_PIECE, len(small))), "not exactly the range's four ids"
+
+
+def test_heldout_accuracy_is_split_by_position_type_with_floors(tmp_path):
+    import json
+
+    pretrain(tmp_path / "run", PretrainingConfig(max_steps=4, **SMOKE), show_progress=False)
+    last = pretrain(tmp_path / "run", PretrainingConfig(max_steps=4, **SMOKE), show_progress=False).history[-1]
+    for kind in ("mask", "random", "unchanged"):
+        assert 0.0 <= last[f"heldout_mlm_{kind}_accuracy"] <= 1.0
+    floors = json.loads((tmp_path / "run" / "train.json").read_text())["mlm_floors"]
+    assert floors["unchanged"]["copy"] == 1.0 and floors["mask"]["copy"] == 0.0
+    assert floors["mask"]["count"] > floors["random"]["count"] > 0
+    assert 0.0 < floors["mask"]["majority"] < 0.2
+
+
+def test_continued_pretraining_starts_from_the_given_weights(tmp_path):
+    first = pretrain(tmp_path / "first", PretrainingConfig(max_steps=20, **SMOKE), show_progress=False)
+    continued = pretrain(tmp_path / "continued",
+                         PretrainingConfig(max_steps=4, init_from=str(tmp_path / "first" / "model"), dropout=0.0,
+                                           **SMOKE), show_progress=False)
+    assert continued.history[0]["heldout_mlm_loss"] == pytest.approx(first.history[-1]["heldout_mlm_loss"], rel=1e-4)
+    with pytest.raises(ValueError, match="schedule"):
+        PretrainingConfig(schedule="cosine")

@@ -6,6 +6,9 @@ import torch
 
 METHOD_VERSION = 1  # bump when the maths changes
 
+# ids below are [PAD], [unusedN], [UNK], [CLS], [SEP], [MASK] in the bert-base-uncased vocabulary: never a
+# prediction target, never a random replacement
+FIRST_WORD_PIECE = 999
 IGNORE_INDEX = -100  # label of a position that is not predicted (PyTorch's cross-entropy default)
 
 

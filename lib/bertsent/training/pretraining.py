@@ -21,8 +21,9 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from ..data.masking import mask_tokens, next_token_labels, pair_batch
+from ..data.masking import FIRST_WORD_PIECE, mask_tokens, next_token_labels, pair_batch
 from ..data.pretraining_pairs import Instances, corpus_instances
+from ..evaluation.mlm import accuracy_by_position_type, majority_token, masked_positions
 from ..models.bert_pretraining import OBJECTIVES, new_pretraining_model
 from ..report.io import atomic_torch_save
 from ..report.tables import write_table
@@ -32,8 +33,7 @@ METHOD_VERSION = 1  # bump when the maths changes
 
 # the uncased WordPiece vocabulary of bert-base-uncased ships inside all-MiniLM-L6-v2 (byte-identical)
 TOKENIZER_SOURCE = "all-minilm-l6-v2"
-FIRST_WORD_PIECE = 999
-MASK_ID = 103  # ids below are [PAD], [unusedN], [UNK], [CLS], [SEP], [MASK]
+MASK_ID = 103  # [MASK] in the bert-base-uncased vocabulary
 
 
 @dataclass
@@ -62,6 +62,10 @@ class PretrainingConfig:
     def __post_init__(self):
         if self.objective not in OBJECTIVES:
             raise ValueError(f"Unknown objective {self.objective!r}; choose one of {', '.join(OBJECTIVES)}")
+        if self.schedule not in ("linear", "constant"):
+            raise ValueError(f"schedule must be 'linear' or 'constant', not {self.schedule!r}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must lie in [0, 1), not {self.dropout!r}")
         if self.mixed_precision not in ("bf16", "no"):
             raise ValueError(f"mixed_precision must be 'bf16' or 'no', not {self.mixed_precision!r}")
         self.betas = tuple(self.betas)
@@ -142,27 +146,33 @@ class PairBatches:
     def batch(self, step: int) -> dict:
         return self.make(self.indices(step), self.seed * 1_000_003 + step)
 
+    def evaluation_batches(self, pairs: int, data_seed: int = 0) -> list[dict]:
+        """``pairs`` fixed pairs (chosen by ``data_seed``), masked once with fixed seeds: the held-out set."""
+        chosen = np.random.default_rng([data_seed, 7]).permutation(len(self.instances))[:pairs]
+        return [self.make(chosen[i:i + self.batch_size], 10_000_019 + i) for i in range(0, len(chosen), self.batch_size)]
+
 
 @torch.no_grad()
-def evaluate_heldout(model, batches: list[dict], autocast) -> dict:
+def evaluate_heldout(model, batches: list[dict], autocast, majority_token: int | None = None) -> dict:
     """Accuracy and loss of each of the model's objectives (``mlm``, ``nsp``, ``ltr``: whichever its outputs
-    carry) on fixed, pre-masked held-out batches, as ``heldout_<objective>_loss`` / ``_accuracy``."""
+    carry) on fixed, pre-masked held-out batches, as ``heldout_<objective>_loss`` / ``_accuracy``.
+
+    The masked LM's accuracy is also split by what the model was shown at the predicted position
+    (``heldout_mlm_mask_accuracy``, ``_random_accuracy``, ``_unchanged_accuracy``; see
+    :mod:`bertsent.evaluation.mlm`): only the [MASK] positions say whether it has learned to predict words.
+    """
     was_training = model.training
     model.eval()
     totals: dict[str, list[float]] = {}
-    kinds = {"mask": [0, 0], "random": [0, 0], "unchanged": [0, 0]}
+    predicted, shown, targets = [], [], []
     device = next(model.parameters()).device
-    mask_id = MASK_ID
     for batch in batches:
         with autocast():
             out = model(**{k: v.to(device) for k, v in batch.items()})
         if "mlm_predicted" in out:
-            right = out["mlm_predicted"] == out["mlm_target"]
-            is_mask = out["mlm_input"] == mask_id
-            is_same = out["mlm_input"] == out["mlm_target"]
-            for name, where in (("mask", is_mask), ("unchanged", is_same & ~is_mask), ("random", ~is_mask & ~is_same)):
-                kinds[name][0] += int(right[where].sum())
-                kinds[name][1] += int(where.sum())
+            predicted.append(out["mlm_predicted"].cpu())
+            shown.append(out["mlm_input"].cpu())
+            targets.append(out["mlm_target"].cpu())
         for name in ("mlm", "nsp", "ltr"):
             if f"{name}_loss" in out:
                 loss, correct, count = totals.setdefault(name, [0.0, 0, 0])
@@ -170,9 +180,12 @@ def evaluate_heldout(model, batches: list[dict], autocast) -> dict:
                                 correct + int(out[f"{name}_correct"]), count + out[f"{name}_count"]]
     model.train(was_training)
     result = {}
-    for name, (correct, count) in kinds.items():
-        if count:
-            result[f"heldout_mlm_{name}_accuracy"] = correct / count
+    if predicted:
+        table = accuracy_by_position_type(torch.cat(predicted), torch.cat(shown), torch.cat(targets), MASK_ID,
+                                          -1 if majority_token is None else majority_token)
+        for row in table.itertuples():
+            if row.positions != "all":
+                result[f"heldout_mlm_{row.positions}_accuracy"] = row.accuracy
     for name, (loss, correct, count) in totals.items():
         result.update({f"heldout_{name}_loss": loss / count, f"heldout_{name}_accuracy": correct / count})
     return result
@@ -202,8 +215,8 @@ def pretrain(output_dir: str | Path, config: PretrainingConfig | None = None, re
                         next_sentence, left_to_right)
     heldout = PairBatches(corpus_instances(tokenizer, "heldout", **data), tokenizer, 128, config.seed, next_sentence,
                           left_to_right)
-    chosen = np.random.default_rng([config.data_seed, 7]).permutation(len(heldout.instances))[:config.eval_instances]
-    eval_batches = [heldout.make(chosen[i:i + 128], 10_000_019 + i) for i in range(0, len(chosen), 128)]
+    eval_batches = heldout.evaluation_batches(config.eval_instances, config.data_seed)
+    majority = majority_token(train.instances.tokens, FIRST_WORD_PIECE)
 
     model = new_pretraining_model(config.size, len(tokenizer), config.seed, config.objective, dropout=config.dropout)
     if config.init_from:
@@ -242,7 +255,7 @@ def pretrain(output_dir: str | Path, config: PretrainingConfig | None = None, re
         record = {"step": state["step"], "tokens": state["tokens"], "seconds": round(state["seconds"], 1),
                   "train_loss": None if math.isnan(running["loss"]) else running["loss"],
                   "learning_rate": scheduler.get_last_lr()[0],
-                  **evaluate_heldout(unwrapped, eval_batches, accelerator.autocast)}
+                  **evaluate_heldout(unwrapped, eval_batches, accelerator.autocast, majority)}
         state["history"].append(record)
         if accelerator.is_main_process:
             write_table(pd.DataFrame(state["history"]), output_dir / "history.csv")
@@ -300,12 +313,21 @@ def pretrain(output_dir: str | Path, config: PretrainingConfig | None = None, re
         tokenizer.save_pretrained(output_dir / "model")
         summary = {"config": asdict(config), "steps": state["step"], "tokens": state["tokens"],
                    "seconds": state["seconds"], "train_pairs": len(train.instances),
-                   "heldout_pairs": len(heldout.instances), "eval_pairs": int(len(chosen)),
+                   "heldout_pairs": len(heldout.instances), "eval_pairs": sum(len(b["input_ids"]) for b in eval_batches),
                    "device": str(accelerator.device), "processes": accelerator.num_processes,
-                   "torch_threads": torch.get_num_threads(), "final": state["history"][-1]}
+                   "torch_threads": torch.get_num_threads(), "final": state["history"][-1],
+                   "mlm_floors": mlm_floors(eval_batches, majority, tokenizer) if not left_to_right else None}
         (output_dir / "train.json").write_text(json.dumps(summary, indent=2) + "\n")
     accelerator.wait_for_everyone()
     return PretrainingResult(output_dir, state["step"], state["tokens"], state["seconds"], state["history"])
+
+
+def mlm_floors(batches: list[dict], majority: int, tokenizer) -> dict:
+    """The held-out set's floors per position type: always the majority token, or copy the input."""
+    table = accuracy_by_position_type(None, *masked_positions(batches), MASK_ID, majority)
+    return {"majority_token": tokenizer.convert_ids_to_tokens(majority),
+            **{row.positions: {"count": row.count, "majority": row.majority_floor, "copy": row.copy_floor}
+               for row in table.itertuples()}}
 
 
 def save_untrained(size: str, path: str | Path, seed: int = 0) -> Path:
