@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import torch
 
-from bertsent.data.masking import IGNORE_INDEX, mask_tokens, next_token_labels, pair_batch
+from bertsent.data.masking import FIRST_WORD_PIECE, IGNORE_INDEX, mask_tokens, next_token_labels, pair_batch
 
 
 def test_masking_statistics_follow_bert():
@@ -42,3 +42,28 @@ def test_next_token_labels_point_at_the_following_word_piece():
     x = IGNORE_INDEX
     # [CLS] 5 6 [SEP] 7 [SEP] pad: [CLS] predicts 5, 5 predicts 6, [SEP] predicts 7; special tokens never targets
     assert labels.tolist() == [[5, 6, x, 7, x, x, x], [8, x, 9, 10, 11, x, x]]
+
+
+def random_replacements(corrupted, labels, mask_id):
+    """Ids put in by a random draw: chosen positions that hold neither [MASK] nor the original token."""
+    replaced = (labels != IGNORE_INDEX) & (corrupted != mask_id) & (corrupted != labels)
+    return corrupted[replaced]
+
+
+def test_random_replacements_come_from_the_word_piece_range_only():
+    generator = torch.Generator().manual_seed(0)
+    vocab_size = 30522
+    input_ids = torch.randint(FIRST_WORD_PIECE, vocab_size, (4000, 128), generator=generator)
+    candidates = torch.ones_like(input_ids, dtype=torch.bool)
+    candidates[:, 0] = candidates[:, -1] = False  # [CLS] and [SEP]
+    drawn = random_replacements(*mask_tokens(input_ids, candidates, 103, (FIRST_WORD_PIECE, vocab_size), generator),
+                                103)
+    assert len(drawn) > 7000
+    assert drawn.min() >= FIRST_WORD_PIECE and drawn.max() < vocab_size, \
+        f"random replacements outside the word pieces [{FIRST_WORD_PIECE}, {vocab_size}): {drawn.min()}..{drawn.max()}"
+    assert drawn.min() < FIRST_WORD_PIECE + 100 and drawn.max() >= vocab_size - 100, "the range's ends are not reached"
+    # a range of four ids: both ends drawn, nothing outside (the upper bound is exclusive)
+    input_ids = torch.full((200, 20), 5000)
+    corrupted, labels = mask_tokens(input_ids, torch.ones_like(input_ids, dtype=torch.bool), 103,
+                                    (FIRST_WORD_PIECE, FIRST_WORD_PIECE + 4), generator, mask_rate=0.0, random_rate=1.0)
+    assert set(corrupted[labels != IGNORE_INDEX].tolist()) == set(range(FIRST_WORD_PIECE, FIRST_WORD_PIECE + 4))

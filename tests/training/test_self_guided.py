@@ -5,6 +5,7 @@ import sys
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
 from bertsent.data.sts import load_stsb
 from bertsent.models import SelfGuidedModel
@@ -21,7 +22,8 @@ def tiny_bert(tmp_path_factory, minilm):
 
     torch.manual_seed(0)
     config = BertConfig(vocab_size=minilm.tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
+                        hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
     path = tmp_path_factory.mktemp("tiny-bert")
     BertModel(config, add_pooling_layer=False).save_pretrained(path)
     minilm.tokenizer.save_pretrained(path)
@@ -114,3 +116,98 @@ def test_two_cpu_processes_under_accelerate(tiny_bert, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "best STS-B dev" in done.stdout
     assert (tmp_path / "model" / "modules.json").is_file()
+
+
+# The wiring of a training step, observed inside the unchanged trainer: BERT_F without dropout, BERT_T with it,
+# every hidden state (layer 0 = embeddings included) reaching the loss, one head reached by both branches.
+
+def record_training_steps(tiny_bert, output_dir, config):
+    """Run the trainer unchanged and record, at every training step (not the evaluations): the modes of BERT_F's
+    and BERT_T's modules, each branch's output called twice, the model's projected views ``h``, the ``(c, h)``
+    the loss receives, and which of the one head's parameters each branch's term reaches."""
+    from bertsent.training import self_guided as trainer
+
+    steps, model = [], {}
+    loss_fn = trainer.LOSSES[config.loss]
+
+    def after_forward(module, args, output):
+        input_ids, attention_mask = args
+        with torch.no_grad():
+            steps.append({
+                "frozen_training": {m.training for m in module.frozen.modules()},
+                "trained_dropout_training": {m.training for m in module.trained.modules() if isinstance(m, nn.Dropout)},
+                "views": [module.views(input_ids, attention_mask) for _ in range(2)],
+                "cls": [module.sentence_vectors(input_ids, attention_mask) for _ in range(2)],
+                "h": output[1].detach().clone(),
+            })
+
+    def recording_loss(c, h, temperature):
+        head = list(model["sg"].head.parameters())
+        reached = {}
+        for branch, (c_term, h_term) in {"c": (c, h.detach()), "h": (c.detach(), h)}.items():
+            term = loss_fn(c_term, h_term, temperature)
+            grads = (torch.autograd.grad(term, head, retain_graph=True, allow_unused=True) if term.requires_grad
+                     else [None] * len(head))
+            reached[branch] = all(g is not None and g.abs().sum() > 0 for g in grads)
+        steps[-1].update(loss_h=h.detach().clone(), head_reached=reached)
+        return loss_fn(c, h, temperature)
+
+    def hook_once(step, sg_model, tokenizer):  # called at step 0's evaluation, before the first training step
+        if not model:
+            model["sg"] = sg_model
+            sg_model.register_forward_hook(after_forward)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(trainer.LOSSES, config.loss, recording_loss)
+        train_self_guided(tiny_bert, SENTENCES, DEV, output_dir, config, show_progress=False, callbacks=[hook_once])
+    assert len(steps) == config.max_steps
+    return steps, model["sg"]
+
+
+@pytest.fixture(scope="module")
+def sg_opt_steps(tiny_bert, tmp_path_factory):
+    return record_training_steps(tiny_bert, tmp_path_factory.mktemp("sg-opt"), tiny_config())
+
+
+def test_frozen_copy_is_deterministic_in_training_steps_and_trained_copy_gets_dropout(sg_opt_steps):
+    steps, _ = sg_opt_steps
+    for number, step in enumerate(steps):
+        assert step["frozen_training"] == {False}, f"step {number}: BERT_F has modules in training mode"
+        assert torch.equal(*step["views"]), f"step {number}: BERT_F's views change between two calls (dropout on)"
+        assert step["trained_dropout_training"] == {True}, f"step {number}: BERT_T's dropout is off"
+        assert not torch.equal(*step["cls"]), f"step {number}: BERT_T's [CLS] is deterministic (no dropout)"
+
+
+def test_frozen_dropout_option_reaches_the_training_steps(tiny_bert, tmp_path):
+    steps, _ = record_training_steps(tiny_bert, tmp_path, tiny_config(frozen_dropout=True, max_steps=2, eval_every=2))
+    for step in steps:
+        assert not torch.equal(*step["views"])
+
+
+def test_sg_opt_loss_gets_every_hidden_state_embedding_layer_included(sg_opt_steps):
+    steps, model = sg_opt_steps
+    states = model.frozen.config.num_hidden_layers + 1  # the embedding layer and every transformer layer
+    for number, step in enumerate(steps):
+        assert step["views"][0].shape[1] == states, f"step {number}: the model built {step['views'][0].shape[1]} views"
+        assert step["loss_h"].shape[1] == states, f"step {number}: the loss got {step['loss_h'].shape[1]} views"
+        assert torch.equal(step["loss_h"], step["h"])
+
+
+def test_sampled_layer_of_sg_includes_the_embedding_layer(tiny_bert, tmp_path):
+    steps, model = record_training_steps(tiny_bert, tmp_path, tiny_config(loss="base"))
+    states = model.frozen.config.num_hidden_layers + 1
+    drawn = []
+    for step in steps:
+        full, given = step["h"], step["loss_h"]
+        assert full.shape[1] == states
+        for row in range(given.shape[0]):
+            matches = [k for k in range(full.shape[1]) if torch.equal(given[row], full[row, k])]
+            assert len(matches) == 1
+            drawn.append(matches[0])
+    assert set(drawn) == set(range(states)), f"layers drawn over {len(drawn)} draws: {sorted(set(drawn))}"
+
+
+def test_one_head_gets_gradients_from_both_branches_in_training_steps(sg_opt_steps):
+    steps, _ = sg_opt_steps
+    for number, step in enumerate(steps):
+        assert step["head_reached"] == {"c": True, "h": True}, f"step {number}"
