@@ -36,6 +36,9 @@ def test_accuracy_split_by_position_type():
     assert table.loc["mask", "copy_floor"] == 0.0
     assert table.loc["unchanged", "copy_floor"] == 1.0
     assert table.loc["all", "copy_floor"] == pytest.approx(2 / 8)
+    # every target differs: the best constant guess is right once in each type
+    assert table.loc["mask", "best_constant_floor"] == pytest.approx(0.25)
+    assert table.loc["random", "best_constant_floor"] == pytest.approx(0.5)
 
 
 def test_majority_token_on_a_toy_corpus_ignores_special_ids():

@@ -8,7 +8,9 @@ position type beside two floors:
 
 * **majority token**: always predict the most frequent word piece of the training text (a unigram model's
   top-1 guess), scored on the same positions;
-* **copy the input**: predict the token the model was shown (100% at unchanged positions, 0% at [MASK]).
+* **copy the input**: predict the token the model was shown (100% at unchanged positions, 0% at [MASK]);
+* **best constant**: the one word piece that is right most often on the evaluated positions themselves (an
+  oracle's constant guess, e.g. "." on STS-B sentences, where the corpus's "," is rare).
 
 A model has learned language when its accuracy *at [MASK] positions* clears the majority floor by a margin.
 
@@ -57,7 +59,8 @@ def accuracy_by_position_type(predicted, shown, targets, mask_token_id: int, maj
     """Accuracy at each position type beside the majority-token and copy-the-input floors.
 
     All arguments but the ids are 1-D tensors over the predicted positions. Returns one row per position
-    type (and ``all``) with ``count``, ``accuracy``, ``majority_floor``, ``copy_floor``. ``predicted=None``
+    type (and ``all``) with ``count``, ``accuracy``, ``majority_floor``, ``best_constant_floor``, ``copy_floor``.
+    ``predicted=None``
     gives the floors alone (``accuracy`` left empty).
     """
     shown, targets = (torch.as_tensor(x).reshape(-1) for x in (shown, targets))
@@ -70,6 +73,8 @@ def accuracy_by_position_type(predicted, shown, targets, mask_token_id: int, maj
         rows.append({"positions": name, "count": count,
                      "accuracy": rate(predicted[where] == targets[where]) if (predicted >= 0).any() else float("nan"),
                      "majority_floor": rate(targets[where] == majority_token),
+                     "best_constant_floor": (float(torch.bincount(targets[where]).max()) / count if count
+                                             else float("nan")),
                      "copy_floor": rate(shown[where] == targets[where])})
     return pd.DataFrame(rows)
 

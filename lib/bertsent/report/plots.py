@@ -229,3 +229,36 @@ def selection_curves(history: pd.DataFrame, title: str = ""):
     fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+def stall_study_curves(history: pd.DataFrame, majority_floor: float | None = None,
+                       unigram_loss: float | None = None):
+    """The pre-training stall study: held-out masked-LM loss, accuracy at [MASK] positions, and accuracy at
+    unchanged positions against tokens seen, one line per ``run``; panels stacked so the page width holds them.
+
+    ``majority_floor``: the accuracy of always predicting the most frequent word piece (drawn as a line on the
+    [MASK] panel); ``unigram_loss``: the entropy of the word-piece distribution, the loss of a model that
+    ignores context (drawn on the loss panel). The unchanged panel shows what a pooled accuracy hides: a model
+    can learn to copy its input long before it predicts a hidden word.
+    """
+    panels = [("heldout_mlm_loss", "held-out MLM loss (nats)", unigram_loss, "unigram entropy"),
+              ("heldout_mlm_mask_accuracy", "accuracy at [MASK] positions (%)", majority_floor, "always the majority token"),
+              ("heldout_mlm_unchanged_accuracy", "accuracy at unchanged positions (%)", None, None)]
+    runs = list(dict.fromkeys(history["run"]))
+    colours = dict(zip(runs, sns.color_palette("tab10" if len(runs) <= 10 else "tab20", len(runs))))
+    fig, axes = plt.subplots(len(panels), 1, figsize=(7.5, 3.1 * len(panels)), sharex=True)
+    for ax, (column, label, floor, floor_label) in zip(axes, panels):
+        scale = 1 if column.endswith("loss") else 100
+        for run, rows in history.dropna(subset=[column]).groupby("run", sort=False):
+            rows = rows[rows["tokens"] > 0] if column.endswith("loss") else rows
+            ax.plot(rows["tokens"] / 1e6, scale * rows[column], marker=".", color=colours[run], label=run)
+        if floor is not None:
+            ax.axhline(scale * floor, color="black", linestyle="--", linewidth=1, label=floor_label)
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8, ncol=2)
+    axes[1].legend(handles=[h for h in axes[1].get_lines() if h.get_label() == "always the majority token"],
+                   fontsize=8, loc="upper left")
+    axes[-1].set_xlabel("tokens seen (millions)")
+    fig.tight_layout()
+    return fig

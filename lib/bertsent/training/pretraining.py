@@ -326,7 +326,8 @@ def mlm_floors(batches: list[dict], majority: int, tokenizer) -> dict:
     """The held-out set's floors per position type: always the majority token, or copy the input."""
     table = accuracy_by_position_type(None, *masked_positions(batches), MASK_ID, majority)
     return {"majority_token": tokenizer.convert_ids_to_tokens(majority),
-            **{row.positions: {"count": row.count, "majority": row.majority_floor, "copy": row.copy_floor}
+            **{row.positions: {"count": row.count, "majority": row.majority_floor,
+                               "best_constant": row.best_constant_floor, "copy": row.copy_floor}
                for row in table.itertuples()}}
 
 

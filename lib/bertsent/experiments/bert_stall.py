@@ -1,0 +1,80 @@
+"""Why pre-training stalls at the unigram stage: short, controlled pre-training runs at one token budget.
+
+Each recipe changes one or two settings of the published model's recipe (learning rate, batch size, dropout,
+next-sentence prediction, sequence length) and trains a ``mini`` BERT from the same initialisation on the same
+text for the same number of tokens; the study compares held-out masked-LM loss and accuracy at [MASK]
+positions against tokens seen. The runs go through the committed run store
+(:func:`bertsent.experiments.runs.pretraining_run`), so the page re-renders without training them again.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..training.pretraining import PretrainingConfig
+from .runs import pretraining_run
+
+STUDY_TOKENS = 1_600_000  # nominal budget per run; the steps assume 118 tokens a pair (60 at length 64)
+STUDY_BASE = dict(size="mini", objective="mlm_nsp", max_length=128, corpus_files=("enwiki-2018.txt.xz",),
+                  eval_instances=1024)
+# recipe -> (what it changes, the PretrainingConfig fields it sets); "baseline" is the published model's recipe
+RECIPES = {
+    "baseline": ("published recipe: lr 5e-4, batch 64, dropout 0.1",
+                 dict(batch_size=64, learning_rate=5e-4, warmup_ratio=0.06, dropout=0.1)),
+    "lr5e-4_b32_nodrop": ("batch 32, dropout off",
+                          dict(batch_size=32, learning_rate=5e-4, warmup_ratio=0.06, dropout=0.0)),
+    "lr1e-3_b32_drop": ("lr 1e-3, batch 32",
+                        dict(batch_size=32, learning_rate=1e-3, warmup_ratio=0.06, dropout=0.1)),
+    "lr1e-3_b32_nodrop": ("lr 1e-3, batch 32, dropout off",
+                          dict(batch_size=32, learning_rate=1e-3, warmup_ratio=0.06, dropout=0.0)),
+    "lr2e-3_b32_nodrop": ("lr 2e-3, batch 32, dropout off",
+                          dict(batch_size=32, learning_rate=2e-3, warmup_ratio=0.06, dropout=0.0)),
+    "lr1e-3_b16_nodrop": ("lr 1e-3, batch 16, dropout off",
+                          dict(batch_size=16, learning_rate=1e-3, warmup_ratio=0.06, dropout=0.0)),
+    "lr1e-3_b32_nodrop_mlm": ("lr 1e-3, batch 32, dropout off, no NSP",
+                              dict(batch_size=32, learning_rate=1e-3, warmup_ratio=0.06, dropout=0.0, objective="mlm")),
+    "lr1e-3_b32_nodrop_L64": ("lr 1e-3, dropout off, length 64 (batch 64: same tokens a step)",
+                              dict(batch_size=64, learning_rate=1e-3, warmup_ratio=0.06, dropout=0.0, max_length=64)),
+}
+
+
+def recipe_config(name: str, tokens: int = STUDY_TOKENS, base_overrides: dict | None = None) -> PretrainingConfig:
+    """The configuration of one recipe at a token budget: ``ceil(tokens / tokens a step)`` steps, 8 evaluations."""
+    if name not in RECIPES:
+        raise ValueError(f"Unknown recipe {name!r}; choose from {', '.join(RECIPES)}")
+    values = {**STUDY_BASE, **RECIPES[name][1], **(base_overrides or {})}
+    per_step = values["batch_size"] * (118 if values["max_length"] >= 128 else values["max_length"] - 4)
+    steps = math.ceil(tokens / per_step)
+    return PretrainingConfig(**{**values, "max_steps": steps, "eval_every": max(1, steps // 8)})
+
+
+def study_runs(recipes, runs_dir, tokens: int = STUDY_TOKENS, base_overrides: dict | None = None,
+               corpus_dir=None, results_dir=None, cache_dir=None) -> pd.DataFrame:
+    """Every recipe's held-out history (committed, or trained now in ``runs_dir/<recipe>``), one ``run`` column."""
+    histories = []
+    for name in recipes:
+        run = pretraining_run(Path(runs_dir) / name, recipe_config(name, tokens, base_overrides), corpus_dir,
+                              results_dir, cache_dir)
+        histories.append(run.history.assign(run=name, change=RECIPES[name][0], run_seconds=run.seconds))
+    return pd.concat(histories, ignore_index=True)
+
+
+def study_table(history: pd.DataFrame, reference: str = "baseline") -> pd.DataFrame:
+    """Each recipe's last evaluation, and its held-out MLM loss against the reference recipe's."""
+    last = history.sort_values("step").groupby("run", sort=False).tail(1).set_index("run")
+    columns = ["change", "tokens", "heldout_mlm_loss", "heldout_mlm_mask_accuracy", "heldout_mlm_unchanged_accuracy",
+               "heldout_mlm_accuracy", "heldout_nsp_accuracy", "run_seconds"]
+    table = last.reindex(columns=columns)
+    if reference in table.index:
+        table["loss_vs_reference"] = table["heldout_mlm_loss"] - table.loc[reference, "heldout_mlm_loss"]
+    return table.sort_values("heldout_mlm_loss").reset_index()
+
+
+def unigram_entropy(token_ids: np.ndarray, first_word_piece: int = 0) -> float:
+    """Entropy (nats) of the word-piece distribution: the masked-LM loss of a model that ignores context."""
+    counts = np.bincount(np.asarray(token_ids, dtype=np.int64))[first_word_piece:]
+    p = counts[counts > 0] / counts.sum()
+    return float(-(p * np.log(p)).sum())
