@@ -1,5 +1,17 @@
-"""The SG / SG-OPT run cache (``bertsent.experiments.runs``): run keys."""
+"""The run cache (``bertsent.experiments.runs``) and the committed per-run results (``bertsent.experiments.store``):
+run keys, reuse without weights, retraining only when a page needs the model, what a run writes."""
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bertsent import versions
+from bertsent.experiments import runs
 from bertsent.experiments.runs import run_id
+from bertsent.experiments.store import StoredRun
+from bertsent.paths import REPO_ROOT
 from bertsent.training import SelfGuidedConfig
 
 
@@ -9,3 +21,203 @@ def test_run_id_depends_on_every_setting():
     assert run_id("m", "stsb_all", base) != run_id("m", "stsb_all", SelfGuidedConfig(seed=1))
     assert run_id("m", "stsb_all", base) != run_id("m", "stsb_train", base)
     assert run_id("m", "stsb_all", base) != run_id("m", "stsb_all", SelfGuidedConfig(view_pooling="mean"))
+    assert run_id("m", "stsb_all", base).startswith("m-opt3-stsb_all-s42-")
+
+
+@pytest.fixture
+def library_copy(tmp_path, monkeypatch):
+    copy = tmp_path / "lib"
+    shutil.copytree(REPO_ROOT / "lib" / "bertsent", copy / "bertsent", ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(versions, "LIBRARY_DIR", copy)
+    return copy / "bertsent"
+
+
+def _bump(module: Path) -> None:
+    module.write_text(module.read_text().replace("METHOD_VERSION = 1", "METHOD_VERSION = 2"))
+
+
+def test_run_id_follows_the_method_versions_of_the_training_path_only(library_copy):
+    base = run_id("m", "stsb_all", SelfGuidedConfig())
+    (library_copy / "losses" / "self_guided" / "opt3.py").write_text(
+        '"""A docstring edit."""\n' + (library_copy / "losses" / "self_guided" / "opt3.py").read_text())
+    _bump(library_copy / "experiments" / "sts_tables.py")  # scoring, not training
+    _bump(library_copy / "evaluation" / "transfer.py")
+    assert run_id("m", "stsb_all", SelfGuidedConfig()) == base
+    _bump(library_copy / "losses" / "self_guided" / "opt3.py")
+    assert run_id("m", "stsb_all", SelfGuidedConfig()) != base
+
+
+def test_run_id_follows_the_data_manifest_and_the_weights_of_a_repository_model(monkeypatch, tmp_path):
+    base = run_id("bert-mini-wiki", "stsb_all", SelfGuidedConfig())
+    manifest = tmp_path / "manifest.csv"
+    manifest.write_text((REPO_ROOT / "data" / "manifest.csv").read_text().replace("downstream/CR/custrev.neg,ec", "downstream/CR/custrev.neg,ff"))
+    monkeypatch.setattr(runs, "manifest_digest", lambda: versions.manifest_digest(manifest))
+    assert run_id("bert-mini-wiki", "stsb_all", SelfGuidedConfig()) != base
+    monkeypatch.undo()
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (model / "model.safetensors").write_bytes(b"one")
+    first = run_id(str(model), "stsb_all", SelfGuidedConfig())
+    (model / "model.safetensors").write_bytes(b"two")
+    assert run_id(str(model), "stsb_all", SelfGuidedConfig()) != first
+    assert "weights" in runs.backbone_identity("bert-mini-wiki")  # kept in models/: its weights are part of the key
+    assert runs.backbone_identity("all-minilm-l6-v2") == {"backbone": "all-minilm-l6-v2"}  # pinned by its package
+
+
+def _fake_training(calls):
+    """A stand-in for train_self_guided: writes what a finished run leaves in .cache."""
+
+    def train(backbone, sentences, dev, output_dir, config, show_progress=True, **_):
+        calls.append(output_dir)
+        output_dir = Path(output_dir)
+        (output_dir / "model").mkdir(parents=True, exist_ok=True)
+        history = [{"step": 0, "dev": 70.0, "loss": None}, {"step": 2, "dev": 71.5, "loss": 3.25},
+                   {"step": 4, "dev": 71.0, "loss": 3.0}]
+        (output_dir / "train.json").write_text(json.dumps(
+            {"backbone": backbone, "config": {"loss": config.loss}, "sentences": 10, "step": 4, "best_dev": 71.5,
+             "best_step": 2, "history": history, "seconds": 12.5, "torch_threads": 1, "processes": 1}))
+
+    return train
+
+
+@pytest.fixture
+def fake_training(monkeypatch):
+    import bertsent.data.sentences
+    import bertsent.training.self_guided
+
+    calls = []
+    monkeypatch.setattr(bertsent.training.self_guided, "train_self_guided", _fake_training(calls))
+    monkeypatch.setattr(bertsent.data.sentences, "training_sentences", lambda *_: ["a", "b"])
+    return calls
+
+
+def test_a_finished_run_commits_its_results(fake_training, tmp_path):
+    config = SelfGuidedConfig(max_steps=4)
+    directory = runs.train_or_reuse("m", "stsb_all", config, dev="dev", root=tmp_path / "cache",
+                                    results_dir=tmp_path / "results")
+    stored = runs.stored_run("m", "stsb_all", config, tmp_path / "results")
+    assert stored.directory == tmp_path / "results" / "runs" / "sg" / run_id("m", "stsb_all", config)
+    assert directory == tmp_path / "cache" / stored.key
+    train = stored.train()
+    assert (train["best_step"], train["best_dev"], train["dev_step0"]) == (2, 71.5, 70.0)
+    assert (train["seconds"], train["torch_threads"], train["step"]) == (12.5, 1, 4)
+    assert train["identity"]["config"]["max_steps"] == 4 and train["identity"]["train_data"] == "stsb_all"
+    assert "bertsent.losses.self_guided.opt3" in train["method_versions"]
+    history = stored.history()
+    assert history["best"].tolist() == [False, True, False] and history["loss"].isna().tolist() == [True, False, False]
+    index = pd.read_csv(tmp_path / "results" / "runs" / "sg" / "index.csv")
+    assert index.loc[0, ["key", "best_step", "best_dev", "dev_step0"]].tolist() == [stored.key, 2, 71.5, 70.0]
+    assert len(fake_training) == 1
+
+
+def test_committed_results_are_used_without_weights(fake_training, tmp_path):
+    config = SelfGuidedConfig(max_steps=4)
+    settings = {"datasets": {"stsb": 24}}
+    scores = pd.DataFrame({"dataset": ["stsb", "stsb"], "aggregation": ["all", "wmean"],
+                           "spearman": [71.23456789012345, float("nan")]})
+    first = runs.run_scores("m", "stsb_all", config, "sts_cls", settings, lambda model: scores, dev="dev",
+                            runs_dir=tmp_path / "cache", results_dir=tmp_path / "results")
+    pd.testing.assert_frame_equal(first, scores)  # written in full: read back exactly
+    shutil.rmtree(tmp_path / "cache")  # another machine: the weights are gone, the results are committed
+
+    def no_model(model):
+        raise AssertionError("scored again")
+
+    again = runs.run_scores("m", "stsb_all", config, "sts_cls", settings, no_model, dev="dev",
+                            runs_dir=tmp_path / "cache", results_dir=tmp_path / "results")
+    pd.testing.assert_frame_equal(again, scores)
+    history = runs.run_history("m", "stsb_all", config, tmp_path / "cache", tmp_path / "results")
+    assert history["dev"].max() == 71.5
+    assert len(fake_training) == 1 and not (tmp_path / "cache").exists()
+
+
+def test_a_page_that_needs_the_model_retrains_and_says_so(fake_training, tmp_path):
+    config = SelfGuidedConfig(max_steps=4)
+    runs.train_or_reuse("m", "stsb_all", config, dev="dev", root=tmp_path / "cache", results_dir=tmp_path / "results")
+    committed = runs.stored_run("m", "stsb_all", config, tmp_path / "results").train()
+    shutil.rmtree(tmp_path / "cache")
+    said = []
+    runs.run_scores("m", "stsb_all", config, "sts_cls", {"other": "settings"},
+                    lambda model: pd.DataFrame({"dataset": ["stsb"], "spearman": [1.0]}), dev="dev",
+                    runs_dir=tmp_path / "cache", results_dir=tmp_path / "results")  # scores not committed: the model
+    assert len(fake_training) == 2
+    shutil.rmtree(tmp_path / "cache")
+    runs.train_or_reuse("m", "stsb_all", config, dev="dev", root=tmp_path / "cache", results_dir=tmp_path / "results",
+                        log=said.append)
+    assert len(said) == 1 and said[0].startswith(f"retraining {run_id('m', 'stsb_all', config)}: its results are committed")
+    assert runs.stored_run("m", "stsb_all", config, tmp_path / "results").train() == committed  # the record stays
+
+
+def test_store_keeps_one_file_per_evaluation_setting(tmp_path):
+    stored = StoredRun.at("sg", "k", tmp_path)
+    stored.record({"summary": {"steps": 1}}, pd.DataFrame({"step": [0]}))
+    stored.add_scores("sts_cls", {"pairs": 24}, pd.DataFrame({"spearman": [1.0]}))
+    stored.add_scores("sts_cls", {"pairs": 1379}, pd.DataFrame({"spearman": [2.0]}))
+    assert stored.scores("sts_cls", {"pairs": 24})["spearman"].tolist() == [1.0]
+    assert stored.scores("sts_cls", {"pairs": 1379})["spearman"].tolist() == [2.0]
+    assert stored.scores("sts_cls", {"pairs": 5}) is None
+    described = json.loads((stored.directory / "evaluations.json").read_text())
+    assert sorted(v["settings"]["pairs"] for v in described.values()) == [24, 1379]
+    with pytest.raises(ValueError, match="Unknown run kind"):
+        StoredRun.at("weights", "k", tmp_path)
+
+
+def test_glue_fine_tunings_are_reused_without_the_model(monkeypatch, tmp_path):
+    import bertsent.training.glue as glue
+
+    calls = []
+
+    def finetune(model_path, task, config, data_dir=None, history=None, **_):
+        calls.append(model_path)
+        history += [{"step": 0, "loss": None, "dev": 50.0}, {"step": 3, "loss": 0.6, "dev": 60.0 + config.learning_rate * 1e5}]
+        return {"task": task, "learning_rate": config.learning_rate, "accuracy": 60.0 + config.learning_rate * 1e5,
+                "train_seconds": 1.5, "dev_examples": 277}
+
+    monkeypatch.setattr(glue, "finetune_glue", finetune)
+    made = []
+    model = runs.ModelSource("pretraining-bert-tiny-x", lambda: made.append(1) or tmp_path / "weights")
+    first = runs.glue_search(model, "RTE", [5e-5, 2e-5], results_dir=tmp_path, epochs=1)
+    assert first["chosen"].tolist() == [True, False] and len(calls) == 2 and len(made) == 2
+    again = runs.glue_search(runs.ModelSource(model.key, lambda: pytest.fail("weights needed")), "RTE", [5e-5, 2e-5],
+                             results_dir=tmp_path, epochs=1)
+    pd.testing.assert_frame_equal(again, first)
+    assert len(calls) == 2
+    index = pd.read_csv(tmp_path / "runs" / "glue" / "index.csv")
+    assert sorted(index["dev_step0"]) == [50.0, 50.0] and sorted(index["best_dev"]) == [62.0, 65.0]
+    other = runs.glue_search(runs.ModelSource("untrained-tiny", lambda: tmp_path), "RTE", [5e-5], results_dir=tmp_path,
+                             epochs=1)
+    assert len(calls) == 3 and len(other) == 1
+
+
+def test_pretraining_results_are_reused_without_the_weights(monkeypatch, tmp_path):
+    import bertsent.training.pretraining as pretraining
+    from bertsent.training.pretraining import PretrainingConfig, PretrainingResult
+
+    calls = []
+
+    def pretrain(output_dir, config, **_):
+        calls.append(output_dir)
+        output_dir = Path(output_dir)
+        (output_dir / "model").mkdir(parents=True, exist_ok=True)
+        history = [{"step": 0, "tokens": 0, "train_loss": None, "heldout_mlm_accuracy": 0.01},
+                   {"step": 6, "tokens": 300, "train_loss": 9.5, "heldout_mlm_accuracy": 0.05}]
+        (output_dir / "train.json").write_text(json.dumps(
+            {"config": json.loads(json.dumps(pretraining.asdict(config))), "steps": 6, "tokens": 300,
+             "seconds": 3.0, "torch_threads": 1, "device": "cpu", "train_pairs": 10, "final": history[-1]}))
+        return PretrainingResult(output_dir, 6, 300, 3.0, history)
+
+    monkeypatch.setattr(pretraining, "pretrain", pretrain)
+    config = PretrainingConfig(size="tiny", max_steps=6, mixed_precision="no")
+    run = runs.pretraining_run(tmp_path / "cache", config, results_dir=tmp_path)
+    assert (run.steps, run.tokens, run.seconds) == (6, 300, 3.0)
+    assert (run.summary["best_step"], run.summary["dev_step0"], run.summary["best_dev"]) == (6, 0.01, 0.05)
+    shutil.rmtree(tmp_path / "cache")
+    again = runs.pretraining_run(tmp_path / "cache", config, results_dir=tmp_path)
+    pd.testing.assert_frame_equal(again.history, run.history)
+    assert len(calls) == 1
+    said = []
+    assert again.model_dir(log=said.append) == tmp_path / "cache" / "model"  # the weights, made again on demand
+    assert len(calls) == 2 and said[0].startswith(f"pre-training {run.key} again")
+    assert runs.pretraining_key(config) != runs.pretraining_key(PretrainingConfig(size="tiny", max_steps=7,
+                                                                                  mixed_precision="no"))

@@ -1,48 +1,391 @@
-"""The run cache of SG / SG-OPT experiments: run directories, their keys, and reuse.
+"""The run cache: SG / SG-OPT trainings, BERT pre-trainings and GLUE fine-tunings, trained once and reused.
 
-A run is identified by its backbone, training sentences and full configuration (seed included); its
-files live in ``.cache/runs/<id>/`` (checkpoints and the trained model are large and stay out of git;
-the scores go to ``results/``). Asking again for a finished run reuses it; an interrupted one resumes.
+A run is keyed by what determines its numbers: the method and its full configuration (seed included), the
+backbone (and, for a model directory such as ``models/bert-mini-wiki``, the sha256 of its weights), the training
+data's name and the data manifest's digest, and the ``METHOD_VERSION`` of every module on its training path
+(:mod:`bertsent.versions`); never the library's file contents. Its small results are committed under
+``results/runs/<kind>/<key>/`` (:mod:`bertsent.experiments.store`); its weights and checkpoints stay in
+``.cache`` (``.cache/runs/<key>/``, ``.cache/pretraining/runs/...``), where an interrupted run resumes.
+
+A page that asks for a run whose results are committed uses them without training, even on a machine without the
+weights. Only a page that needs the model itself (its embeddings, its timing, its publication) trains again when
+the weights are gone, and says so in one line.
 """
 from __future__ import annotations
 
-import hashlib
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 
-from ..data.sentences import training_sentences
-from ..data.sts import STSDataset, load_stsb
-from ..paths import CACHE_DIR
-from ..training.self_guided import SelfGuidedConfig, train_self_guided
+from ..data.sts import STSDataset
+from ..paths import CACHE_DIR, REPO_ROOT
+from ..training.self_guided import SelfGuidedConfig
+from ..versions import manifest_digest, method_versions, versions_digest
+from .store import StoredRun, digest_of, run_key
 
-METHOD_VERSION = 1  # bump when the maths changes
+METHOD_VERSION = 1  # bump when the maths changes (here: the readout scored by trained_transfer_scores)
+
+# the modules whose METHOD_VERSIONs key each kind of run (everything they import is followed)
+SG_TRAINING_PATH = ("bertsent.training.self_guided", "bertsent.data.sentences")
+PRETRAINING_PATH = ("bertsent.training.pretraining",)
+GLUE_PATH = ("bertsent.training.glue",)
+
+
+def path_versions(path: tuple[str, ...]) -> dict:
+    """The method versions of a training path and their digest (what enters a run key)."""
+    versions = method_versions(path)
+    return {"digest": versions_digest(versions), "modules": versions}
+
+
+@lru_cache(maxsize=None)
+def _weights_digest(directory: str, stamp: str) -> str:
+    from ..report.io import sha256_of
+
+    weights = sorted(Path(directory).glob("*.safetensors")) or sorted(Path(directory).glob("*.bin"))
+    return digest_of([(w.name, sha256_of(w)) for w in weights])[:16]
+
+
+def weights_digest(directory: Path) -> str:
+    """sha256 of a model directory's weight files (cached per process while the files are unchanged)."""
+    weights = sorted(Path(directory).glob("*.safetensors")) + sorted(Path(directory).glob("*.bin"))
+    stamp = ";".join(f"{w.name}:{w.stat().st_size}:{w.stat().st_mtime_ns}" for w in weights)
+    return _weights_digest(str(directory), stamp)
+
+
+def backbone_identity(backbone: str) -> dict:
+    """What names a backbone's weights: its name; for a model kept in the repository's ``models/`` (e.g.
+    ``bert-mini-wiki``) or given as a local directory, also the digest of its weights, which are not pinned by a
+    package version. Nothing is loaded or unpacked."""
+    for directory in (REPO_ROOT / "models" / backbone, Path(backbone)):
+        if (directory / "config.json").is_file():
+            return {"backbone": backbone, "weights": weights_digest(directory)}
+    return {"backbone": backbone}
+
+
+# --- SG / SG-OPT -----------------------------------------------------------------------------------------------
+
+def run_identity(backbone: str, train_data: str, config: SelfGuidedConfig) -> dict:
+    return {"kind": "sg", **backbone_identity(backbone), "train_data": train_data, "data": manifest_digest(),
+            "config": asdict(config), "methods": path_versions(SG_TRAINING_PATH)["digest"]}
 
 
 def run_id(backbone: str, train_data: str, config: SelfGuidedConfig) -> str:
-    key = json.dumps({"backbone": backbone, "train_data": train_data, **asdict(config)}, sort_keys=True)
-    return f"{backbone.replace('/', '_')}-{config.loss}-{train_data}-s{config.seed}-{hashlib.sha256(key.encode()).hexdigest()[:10]}"
+    """``<backbone>-<loss>-<train_data>-s<seed>-<hash of run_identity>``: the run's key in ``.cache/runs`` and
+    ``results/runs/sg``."""
+    return run_key(f"{backbone.replace('/', '_')}-{config.loss}-{train_data}-s{config.seed}",
+                   run_identity(backbone, train_data, config))
+
+
+def stored_run(backbone: str, train_data: str, config: SelfGuidedConfig, results_dir=None) -> StoredRun:
+    return StoredRun.at("sg", run_id(backbone, train_data, config), results_dir)
+
+
+def _weights_dir(backbone, train_data, config, root) -> Path:
+    return Path(root or CACHE_DIR / "runs") / run_id(backbone, train_data, config)
+
+
+def _record_sg(stored: StoredRun, directory: Path, backbone: str, train_data: str, config: SelfGuidedConfig) -> None:
+    """Commit a finished run's results from its ``.cache`` directory."""
+    summary = json.loads((directory / "train.json").read_text(encoding="utf-8"))
+    history = pd.DataFrame(summary.pop("history"))
+    history["best"] = history["step"] == summary["best_step"]
+    step0 = history.loc[history["step"] == 0, "dev"]
+    dev_step0 = float(step0.iloc[0]) if len(step0) else None
+    train = {**summary, "dev_step0": dev_step0, "identity": run_identity(backbone, train_data, config),
+             "method_versions": path_versions(SG_TRAINING_PATH)["modules"],
+             "summary": {"backbone": backbone, "loss": config.loss, "train_data": train_data, "seed": config.seed,
+                         "steps": summary["step"], "best_step": summary["best_step"],
+                         "best_dev": summary["best_dev"], "dev_step0": dev_step0,
+                         "seconds": round(summary["seconds"], 1), "threads": summary.get("torch_threads")}}
+    stored.record(train, history)
+
+
+def _finished(directory: Path) -> bool:
+    return (directory / "train.json").is_file() and (directory / "model").is_dir()
 
 
 def train_or_reuse(backbone: str, train_data: str, config: SelfGuidedConfig, data_dir=None,
-                   dev: STSDataset | None = None, root: Path | None = None, show_progress: bool = True) -> Path:
-    """The directory of a finished run (trained now, resumed, or reused); its model is in ``<dir>/model``."""
-    directory = Path(root or CACHE_DIR / "runs") / run_id(backbone, train_data, config)
-    if (directory / "train.json").is_file() and (directory / "model").is_dir():
-        return directory
-    dev = dev if dev is not None else load_stsb("dev", data_dir)
-    train_self_guided(backbone, training_sentences(train_data, data_dir), dev, directory, config,
-                      show_progress=show_progress)
+                   dev: STSDataset | None = None, root: Path | None = None, show_progress: bool = True,
+                   results_dir=None, log: Callable[[str], None] = print) -> Path:
+    """The ``.cache`` directory of a finished run, with its model in ``<dir>/model``: for pages that need the model
+    itself. Trained now (or resumed) when its weights are absent; its results are committed when they are not yet
+    (``results_dir``: where, default the repository's ``results/``)."""
+    from ..data.sentences import training_sentences
+    from ..data.sts import load_stsb
+    from ..training.self_guided import train_self_guided
+
+    directory = _weights_dir(backbone, train_data, config, root)
+    stored = stored_run(backbone, train_data, config, results_dir)
+    if not _finished(directory):
+        if stored.exists:
+            log(f"retraining {stored.key}: its results are committed ({stored.kind}/{stored.key}) but its weights "
+                f"are not in {directory}, and this page needs the model itself")
+        dev = dev if dev is not None else load_stsb("dev", data_dir)
+        train_self_guided(backbone, training_sentences(train_data, data_dir), dev, directory, config,
+                          show_progress=show_progress)
+    if not stored.exists:  # the first finished run is the record; a retrained one keeps its own train.json in .cache
+        _record_sg(stored, directory, backbone, train_data, config)
     return directory
 
 
-def run_history(backbone: str, train_data: str, config: SelfGuidedConfig, runs_dir: Path | None = None) -> pd.DataFrame:
-    """A finished run's evaluations: ``step``, ``dev`` (STS-B dev Spearman x 100 of [CLS]) and the running
-    ``loss``, with ``best`` marking the checkpoint that was kept."""
-    directory = Path(runs_dir or CACHE_DIR / "runs") / run_id(backbone, train_data, config)
-    summary = json.loads((directory / "train.json").read_text())
-    history = pd.DataFrame(summary["history"])
-    history["best"] = history["step"] == summary["best_step"]
-    return history
+def sg_results(backbone: str, train_data: str, config: SelfGuidedConfig, data_dir=None,
+               dev: STSDataset | None = None, root: Path | None = None, results_dir=None) -> StoredRun:
+    """A run's committed results, trained first only when there are none (nor a finished run in ``.cache``)."""
+    stored = stored_run(backbone, train_data, config, results_dir)
+    if not stored.exists:
+        train_or_reuse(backbone, train_data, config, data_dir, dev, root, show_progress=False,
+                       results_dir=results_dir)
+    return stored
+
+
+def run_history(backbone: str, train_data: str, config: SelfGuidedConfig, runs_dir: Path | None = None,
+                results_dir=None, data_dir=None, dev: STSDataset | None = None) -> pd.DataFrame:
+    """A run's evaluations: ``step``, ``dev`` (STS-B dev Spearman x 100 of [CLS]) and the running ``loss``, with
+    ``best`` marking the checkpoint that was kept; read from its committed results."""
+    return sg_results(backbone, train_data, config, data_dir, dev, runs_dir, results_dir).history()
+
+
+def run_scores(backbone: str, train_data: str, config: SelfGuidedConfig, evaluation: str, settings: dict,
+               compute: Callable[[Path], pd.DataFrame], data_dir=None, dev: STSDataset | None = None,
+               runs_dir: Path | None = None, results_dir=None) -> pd.DataFrame:
+    """The scores of evaluation ``evaluation`` (with ``settings``: what decides them besides the run) of one run:
+    committed ones when present; else ``compute(model_dir)`` on the run's model, then committed."""
+    stored = sg_results(backbone, train_data, config, data_dir, dev, runs_dir, results_dir)
+    found = stored.scores(evaluation, settings)
+    if found is not None:
+        return found
+    directory = train_or_reuse(backbone, train_data, config, data_dir, dev, runs_dir, show_progress=False,
+                               results_dir=results_dir)
+    return stored.add_scores(evaluation, settings, compute(directory / "model"))
+
+
+def evaluation_settings(module: str, **settings) -> dict:
+    """An evaluation's settings with the method versions of the scoring code (``module`` and what it imports)."""
+    return {**settings, "methods": versions_digest(method_versions([module]))}
+
+
+def trained_transfer_scores(backbone: str, train_data: str, config: SelfGuidedConfig, tasks: dict, data_dir=None,
+                            runs_dir: Path | None = None, results_dir=None, batch_size: int = 64,
+                            max_length: int = 128) -> pd.DataFrame:
+    """Transfer accuracy (one row per task: ``task``, ``accuracy``) of one run's last-layer [CLS], from its
+    committed results or computed and committed. ``tasks``: name -> loaded (possibly subsampled) task."""
+    settings = evaluation_settings("bertsent.experiments.runs", readout="cls", layer=-1, max_length=max_length,
+                                   tasks={name: {split: len(examples) for split, examples in task.splits.items()}
+                                          for name, task in tasks.items()})
+
+    def compute(model_dir: Path) -> pd.DataFrame:
+        from ..encode.backbones import load_backbone
+        from ..encode.encoder import Encoder
+
+        return transfer_scores(Encoder(load_backbone(str(model_dir)), batch_size, max_length, show_progress=False),
+                               tasks, "cls")
+
+    return run_scores(backbone, train_data, config, "transfer_cls", settings, compute, data_dir, None, runs_dir,
+                      results_dir)
+
+
+def transfer_scores(encoder, tasks: dict, pooling: str) -> pd.DataFrame:
+    """Transfer accuracy of an encoder's last-layer ``pooling`` on every task."""
+    from ..evaluation.transfer import evaluate_transfer
+
+    def embed(sentences):
+        pooled = encoder.encode(sentences, [pooling])
+        return pooled.lookup(sentences, pooling, pooled.n_layers - 1)
+
+    return pd.DataFrame([(name, evaluate_transfer(task, embed)) for name, task in tasks.items()],
+                        columns=["task", "accuracy"])
+
+
+# --- BERT pre-training -----------------------------------------------------------------------------------------
+
+def pretraining_identity(config) -> dict:
+    from ..data.corpus import CORPUS_FILES
+    from ..training.pretraining import TOKENIZER_SOURCE
+
+    files = config.corpus_files or tuple(CORPUS_FILES)
+    return {"kind": "pretraining", "config": asdict(config), "corpus": {f: CORPUS_FILES.get(f) for f in files},
+            "tokenizer": TOKENIZER_SOURCE, "methods": path_versions(PRETRAINING_PATH)["digest"]}
+
+
+def pretraining_key(config) -> str:
+    return run_key(f"bert-{config.size}-{config.objective}-{config.max_steps}", pretraining_identity(config))
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """What GLUE fine-tunes: ``key`` names the weights (it enters the fine-tuning's key), ``locate()`` returns
+    their directory, making them (or training them again) only when called."""
+
+    key: str
+    locate: Callable[[], Path]
+
+
+@dataclass
+class PretrainingRun:
+    """A pre-training run's committed results (``summary``: its ``train.json``; ``history``), and its weights on
+    demand (:meth:`model_dir`)."""
+
+    key: str
+    stored: StoredRun
+    run_dir: Path
+    config: object
+    corpus_dir: object = None
+    cache_dir: object = None
+
+    @property
+    def summary(self) -> dict:
+        return self.stored.train()
+
+    @property
+    def history(self) -> pd.DataFrame:
+        return self.stored.history()
+
+    @property
+    def steps(self) -> int:
+        return self.summary["steps"]
+
+    @property
+    def tokens(self) -> int:
+        return self.summary["tokens"]
+
+    @property
+    def seconds(self) -> float:
+        return self.summary["seconds"]
+
+    def model_dir(self, log: Callable[[str], None] = print) -> Path:
+        """The trained weights (``<run_dir>/model``), pre-trained again if they are gone."""
+        from ..training.pretraining import pretrain
+
+        if not _pretraining_finished(self.run_dir, self.config):
+            log(f"pre-training {self.key} again: its results are committed (pretraining/{self.key}) but its weights "
+                f"are not in {self.run_dir}, and this page needs the model itself")
+            pretrain(self.run_dir, self.config, corpus_dir=self.corpus_dir, cache_dir=self.cache_dir,
+                     show_progress=False)
+        return self.run_dir / "model"
+
+    @property
+    def model(self) -> ModelSource:
+        return ModelSource(f"pretraining-{self.key}", self.model_dir)
+
+
+def _pretraining_finished(run_dir: Path, config) -> bool:
+    summary = Path(run_dir) / "train.json"
+    return (summary.is_file() and (Path(run_dir) / "model").is_dir()
+            and json.loads(summary.read_text(encoding="utf-8"))["config"] == json.loads(json.dumps(asdict(config))))
+
+
+def pretraining_run(run_dir, config, corpus_dir=None, results_dir=None, cache_dir=None) -> PretrainingRun:
+    """Pre-train (or resume) in ``run_dir`` unless the run's results are committed; returns the run.
+
+    ``run_dir``: where the weights and checkpoints go (``.cache/pretraining/runs/...``); the results go to
+    ``results/runs/pretraining/<key>/`` (``results_dir``: another results root)."""
+    from ..training.pretraining import pretrain
+
+    key = pretraining_key(config)
+    run = PretrainingRun(key, StoredRun.at("pretraining", key, results_dir), Path(run_dir), config, corpus_dir,
+                         cache_dir)
+    if not run.stored.exists:
+        result = pretrain(run_dir, config, corpus_dir=corpus_dir, cache_dir=cache_dir, show_progress=False)
+        summary = json.loads((Path(run_dir) / "train.json").read_text(encoding="utf-8"))
+        history = pd.DataFrame(result.history)
+        dev = "heldout_ltr_accuracy" if config.objective == "ltr" else "heldout_mlm_accuracy"
+        train = {**summary, "identity": pretraining_identity(config),
+                 "method_versions": path_versions(PRETRAINING_PATH)["modules"],
+                 "selection": "none: the final model is kept", "best_step": summary["steps"], "dev_metric": dev,
+                 "best_dev": history[dev].iloc[-1], "dev_step0": history.loc[history["step"] == 0, dev].iloc[0],
+                 "summary": {"size": config.size, "objective": config.objective, "steps": summary["steps"],
+                             "tokens": summary["tokens"], "dev_metric": dev, "dev_step0": None, "best_dev": None,
+                             "seconds": round(summary["seconds"], 1), "threads": summary["torch_threads"]}}
+        train["summary"].update(dev_step0=train["dev_step0"], best_dev=train["best_dev"])
+        run.stored.record(json.loads(json.dumps(train, default=float)), history)
+    return run
+
+
+def untrained_model(size: str, path, seed: int = 0) -> ModelSource:
+    """The "no pre-training" control: a randomly initialised BERT of ``size``, saved to ``path`` when needed."""
+    from ..training.pretraining import save_untrained
+
+    key = run_key(f"untrained-{size}-s{seed}", {"size": size, "seed": seed,
+                                                "methods": path_versions(PRETRAINING_PATH)["digest"]})
+    return ModelSource(key, lambda: save_untrained(size, path, seed))
+
+
+def model_at(path) -> ModelSource:
+    """Any local model directory, named by the digest of its weights."""
+    return ModelSource(f"weights-{weights_digest(Path(path))}", lambda: Path(path))
+
+
+# --- GLUE fine-tuning ------------------------------------------------------------------------------------------
+
+def glue_finetuning(model: ModelSource, task: str, config, data_dir=None, results_dir=None) -> dict:
+    """One fine-tuning's dev metrics and costs (:func:`bertsent.training.glue.finetune_glue`'s row), from its
+    committed results or fine-tuned now (the model's weights made only then) and committed."""
+    from ..training.glue import TASK_METRICS, finetune_glue
+
+    identity = {"kind": "glue", "model": model.key, "task": task, "config": asdict(config), "data": manifest_digest(),
+                "methods": path_versions(GLUE_PATH)["digest"]}
+    stored = StoredRun.at("glue", run_key(f"{model.key[:60]}-{task}-lr{config.learning_rate:g}-s{config.seed}",
+                                          identity), results_dir)
+    if not stored.exists:
+        import torch
+
+        history: list[dict] = []
+        result = finetune_glue(str(model.locate()), task, config, data_dir, history=history)
+        metric = TASK_METRICS[task][1]
+        frame = pd.DataFrame(history)
+        train = {"identity": identity, "method_versions": path_versions(GLUE_PATH)["modules"], "result": result,
+                 "selection": "none: the final model is evaluated", "steps": int(frame["step"].max()),
+                 "best_step": int(frame["step"].max()), "dev_metric": metric,
+                 "best_dev": result[metric], "dev_step0": frame.loc[frame["step"] == 0, "dev"].iloc[0],
+                 "seconds": result["train_seconds"], "torch_threads": torch.get_num_threads(),
+                 "summary": {"model": model.key, "task": task, "learning_rate": config.learning_rate,
+                             "seed": config.seed, "max_train_examples": config.max_train_examples,
+                             "dev_metric": metric, "dev_step0": None, "best_dev": result[metric],
+                             "steps": int(frame["step"].max()), "seconds": result["train_seconds"],
+                             "threads": torch.get_num_threads()}}
+        train["summary"]["dev_step0"] = train["dev_step0"]
+        stored.record(json.loads(json.dumps(train, default=float)), frame)
+    return stored.train()["result"]
+
+
+def glue_search(model: ModelSource, task: str, learning_rates, data_dir=None, results_dir=None,
+                **config) -> pd.DataFrame:
+    """:func:`bertsent.training.glue.glue_learning_rate_search` through the run store: one row per learning rate,
+    ``chosen`` marking the best on the dev metric."""
+    from ..training.glue import GlueConfig, mark_chosen
+
+    rows = [glue_finetuning(model, task, GlueConfig(learning_rate=float(lr), **config), data_dir, results_dir)
+            for lr in learning_rates]
+    return mark_chosen(pd.DataFrame(rows), task)
+
+
+def publish_run(run: PretrainingRun, target, name: str, glue: pd.DataFrame | None = None,
+                log: Callable[[str], None] = print) -> Path:
+    """Publish a pre-training run to ``target`` (:func:`bertsent.experiments.bert_publish.publish_checkpoint`),
+    unless ``target`` already holds this run: then only its model card is written again (no weights needed).
+
+    A checkpoint published before runs had keys counts as this run when its recorded configuration is this run's.
+    """
+    from ..experiments.bert_publish import model_card, publish_checkpoint
+    from ..report.io import write_json_atomic
+
+    target = Path(target)
+    published = target / "pretraining.json"
+    if published.is_file():
+        summary = json.loads(published.read_text(encoding="utf-8"))
+        same = summary.get("run_key") == run.key or (
+            "run_key" not in summary and summary.get("config") == run.summary["config"])
+        if same:
+            log(f"{target.name}: already published from run {run.key}; model card written again, weights kept")
+            if summary.get("run_key") != run.key:
+                write_json_atomic(published, {**summary, "run_key": run.key})
+            (target / "README.md").write_text(model_card(name, summary, glue), encoding="utf-8")
+            return target
+    run.model_dir(log)
+    publish_checkpoint(run.run_dir, target, name, glue)
+    write_json_atomic(published, {**json.loads(published.read_text(encoding="utf-8")), "run_key": run.key})
+    return target

@@ -14,7 +14,6 @@ from ..encode.encoder import Encoder
 from ..encode.whitening import Whitening
 from ..report.claims import NO_CLAIM, Side, Spread, claims_table, judge, seed_noise
 from ..training.self_guided import SelfGuidedConfig
-from .runs import train_or_reuse
 from .sts_tables import layer_pooling_scores
 
 METHOD_VERSION = 1  # bump when the maths changes
@@ -47,11 +46,18 @@ def ablation_config(variant: str, seed: int, **base) -> SelfGuidedConfig:
 
 def trained_scores(backbone: str, train_data: str, config: SelfGuidedConfig, datasets: dict[str, STSDataset],
                    dev: STSDataset | None = None, data_dir=None, runs_dir: Path | None = None,
-                   **encoder_options) -> pd.DataFrame:
-    """Train (or reuse) one run and score its last-layer [CLS] on every dataset and aggregation."""
-    run = train_or_reuse(backbone, train_data, config, data_dir, dev, runs_dir, show_progress=False)
+                   results_dir=None, **encoder_options) -> pd.DataFrame:
+    """One run's last-layer [CLS] scored on every dataset and aggregation: read from the run's committed results
+    (``results/runs/sg/<key>/``) when they hold these datasets; else trained (or reused) and scored, then committed."""
     from ..encode.backbones import load_backbone
-    return score_encoder(Encoder(load_backbone(str(run / "model")), **encoder_options), datasets, "cls")
+    from .runs import evaluation_settings, run_scores
+
+    settings = evaluation_settings(__name__, readout="cls", layer=-1,
+                                   max_length=encoder_options.get("max_length", 128),
+                                   datasets={name: len(dataset) for name, dataset in datasets.items()})
+    return run_scores(backbone, train_data, config, "sts_cls", settings,
+                      lambda model: score_encoder(Encoder(load_backbone(str(model)), **encoder_options), datasets),
+                      data_dir, dev, runs_dir, results_dir)
 
 
 def score_encoder(encoder: Encoder, datasets: dict[str, STSDataset], pooling: str = "cls", layer: int = -1,

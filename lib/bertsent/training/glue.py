@@ -82,11 +82,14 @@ def _model_digest(model_path: str) -> str:
 
 
 def finetune_glue(model_path: str, task: str, config: GlueConfig | None = None, data_dir=None,
-                  show_progress: bool = False, cache_dir: str | Path | None = None) -> dict:
+                  show_progress: bool = False, cache_dir: str | Path | None = None,
+                  history: list | None = None) -> dict:
     """Fine-tune the BERT at ``model_path`` on ``task``'s training set; return its dev metrics and costs.
 
     ``cache_dir``: keep each result as JSON keyed by the weights' sha256, the task and the configuration,
-    and return it instead of fine-tuning again.
+    and return it instead of fine-tuning again. ``history``: a list that receives ``{"step", "loss", "dev"}``
+    rows: the dev metric before training (step 0) and after it, the running training loss every 10 steps
+    (the dev pass at step 0 uses no random number, so the fine-tuning is the same with or without it).
     """
     config = config or GlueConfig()
     if task not in TASK_METRICS:
@@ -97,7 +100,7 @@ def finetune_glue(model_path: str, task: str, config: GlueConfig | None = None, 
         cached = Path(cache_dir) / f"{task}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
         if cached.is_file():
             return json.loads(cached.read_text())
-    result = _finetune(model_path, task, config, data_dir, show_progress)
+    result = _finetune(model_path, task, config, data_dir, show_progress, history)
     if cached is not None:
         cached.parent.mkdir(parents=True, exist_ok=True)
         tmp = cached.with_suffix(".tmp")
@@ -106,7 +109,19 @@ def finetune_glue(model_path: str, task: str, config: GlueConfig | None = None, 
     return result
 
 
-def _finetune(model_path: str, task: str, config: GlueConfig, data_dir, show_progress: bool) -> dict:
+def _dev_predictions(model, dev: pd.DataFrame, tokenizer, max_length: int) -> np.ndarray:
+    was_training = model.training
+    model.eval()
+    predictions = []
+    with torch.no_grad():
+        for encoded, _ in _batches(dev, tokenizer, 128, max_length):
+            predictions.append(model(**encoded).logits.argmax(-1).numpy())
+    model.train(was_training)
+    return np.concatenate(predictions)
+
+
+def _finetune(model_path: str, task: str, config: GlueConfig, data_dir, show_progress: bool,
+              history: list | None = None) -> dict:
     import time
 
     from transformers import AutoTokenizer, get_linear_schedule_with_warmup
@@ -126,9 +141,16 @@ def _finetune(model_path: str, task: str, config: GlueConfig, data_dir, show_pro
                                    {"params": no_decay, "weight_decay": 0.0}], lr=config.learning_rate,
                                   fused=True)  # one kernel for every parameter: the 30k-word embedding dominates
     scheduler = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * total), total)
+    labels_dev = dev["label"].to_numpy(dtype=np.int64)
+    metric = TASK_METRICS[task][1]
+    if history is not None:  # the untrained classifier's dev score (eval mode: no dropout, no random draw)
+        history.append({"step": 0, "loss": None,
+                        "dev": glue_metrics(task, labels_dev, _dev_predictions(model, dev, tokenizer,
+                                                                                config.max_length))[metric]})
     started = time.time()
     model.train()
     progress = tqdm(total=total, desc=f"{task} lr={config.learning_rate:g}", disable=not show_progress)
+    step, running = 0, float("nan")
     for epoch in range(config.epochs):
         order = np.random.default_rng([config.seed, epoch]).permutation(len(train))
         for encoded, labels in _batches(train, tokenizer, config.batch_size, config.max_length, order):
@@ -142,14 +164,15 @@ def _finetune(model_path: str, task: str, config: GlueConfig, data_dir, show_pro
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             progress.update(1)
+            step += 1
+            running = loss.item() if math.isnan(running) else 0.9 * running + 0.1 * loss.item()
+            if history is not None and step % 10 == 0 and step < total:
+                history.append({"step": step, "loss": running, "dev": None})
     progress.close()
     seconds = time.time() - started
-    model.eval()
-    predictions = []
-    with torch.no_grad():
-        for encoded, _ in _batches(dev, tokenizer, 128, config.max_length):
-            predictions.append(model(**encoded).logits.argmax(-1).numpy())
-    metrics = glue_metrics(task, dev["label"].to_numpy(dtype=np.int64), np.concatenate(predictions))
+    metrics = glue_metrics(task, labels_dev, _dev_predictions(model, dev, tokenizer, config.max_length))
+    if history is not None:
+        history.append({"step": step, "loss": running, "dev": metrics[metric]})
     return {"task": task, **asdict(config), "train_examples": len(train), "dev_examples": len(dev),
             "train_seconds": round(seconds, 1), **metrics}
 
@@ -159,7 +182,11 @@ def glue_learning_rate_search(model_path: str, task: str, learning_rates=LEARNIN
     """Fine-tune once per learning rate; one row each, with ``chosen`` marking the best on the dev metric."""
     rows = [finetune_glue(model_path, task, GlueConfig(learning_rate=float(lr), **config), data_dir, cache_dir=cache_dir)
             for lr in learning_rates]
-    table = pd.DataFrame(rows)
+    return mark_chosen(pd.DataFrame(rows), task)
+
+
+def mark_chosen(table: pd.DataFrame, task: str) -> pd.DataFrame:
+    """Add ``chosen``: True on the row (one fine-tuning per learning rate) best on the task's dev metric."""
     key = TASK_METRICS[task][1]
     table["chosen"] = False
     table.loc[table[key].idxmax(), "chosen"] = True
