@@ -32,11 +32,14 @@ def cpu_name() -> str:
     return platform.processor() or "unknown CPU"
 
 
-def publish_checkpoint(run_dir: str | Path, target: str | Path, name: str, glue: pd.DataFrame | None = None) -> Path:
+def publish_checkpoint(run_dir: str | Path, target: str | Path, name: str, glue: pd.DataFrame | None = None,
+                       mlm: dict | None = None, corpus_dir=None, data_dir=None) -> Path:
     """Copy the final model of ``run_dir`` (a finished :func:`~bertsent.training.pretraining.pretrain` run) to
     ``target`` with a model card.
 
     ``glue``: optional table of chosen GLUE dev scores (columns task and metric values) for the card.
+    ``mlm``: :func:`~bertsent.evaluation.mlm.evaluate_checkpoint`'s tables; measured here on the published
+    (float16-stored) weights when not given.
     """
     from transformers import AutoModelForPreTraining, AutoTokenizer
 
@@ -58,42 +61,92 @@ def publish_checkpoint(run_dir: str | Path, target: str | Path, name: str, glue:
     config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
     tokenizer.save_pretrained(staging)
     (staging / "pretraining.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (staging / "README.md").write_text(model_card(name, summary, glue))
+    if mlm is None:
+        from ..evaluation.mlm import evaluate_checkpoint
+
+        mlm = evaluate_checkpoint(staging, corpus_dir=corpus_dir, data_dir=data_dir,
+                                  files=summary["config"].get("corpus_files"))
+    mlm["accuracy"].to_csv(staging / "mlm_accuracy.csv", index=False)
+    mlm["probes"].to_csv(staging / "mlm_probes.csv", index=False)
+    (staging / "README.md").write_text(model_card(name, summary, glue, mlm))
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
     return target
 
 
-def model_card(name: str, summary: dict, glue: pd.DataFrame | None = None) -> str:
+def mlm_sentence(accuracy: pd.DataFrame) -> str:
+    """One sentence on whether the model predicts masked words, from the held-out position-type table: it has
+    learned when its accuracy at [MASK] positions is at least twice the best constant guess's."""
+    row = accuracy[(accuracy["positions"] == "mask")].iloc[0]
+    ratio = row["accuracy"] / row["best_constant_floor"]
+    if ratio < 2:
+        return (f"It has **not yet learned to predict masked words**: at [MASK] positions of held-out text it is "
+                f"right {100 * row['accuracy']:.2f}% of the time, against {100 * row['best_constant_floor']:.2f}% for "
+                f"the best constant guess and {100 * row['majority_floor']:.2f}% for always guessing the corpus's "
+                f"most frequent word piece ({row['majority_token']!r}).")
+    return (f"At [MASK] positions of held-out text it is right {100 * row['accuracy']:.2f}% of the time, "
+            f"{ratio:.1f} times the best constant guess ({100 * row['best_constant_floor']:.2f}%).")
+
+
+def model_card(name: str, summary: dict, glue: pd.DataFrame | None = None, mlm: dict | None = None) -> str:
+    """The model card (Markdown): what the model is, how it was trained, and what it can and cannot do, from
+    the run's summary, the masked-LM tables of :func:`~bertsent.evaluation.mlm.evaluate_checkpoint` and the GLUE
+    dev scores (a score at the majority class is marked as such)."""
     config, final = summary["config"], summary["final"]
     layers, hidden = BERT_SIZES[config["size"]]
+    tokens = summary["tokens"] + summary.get("continued_from_tokens", 0)
     lines = [
-        f"# {name}: a small BERT pre-trained from scratch on 2 CPU cores", "",
-        "Masked LM + next-sentence prediction exactly as BERT (Devlin et al. 2019): 15% of WordPiece tokens chosen, "
-        "80% [MASK] / 10% random / 10% unchanged; 50% true next segment; max length 128. Uncased WordPiece vocabulary "
-        "of bert-base-uncased (30,522 entries), so it is a drop-in for `bert-base-uncased` code, but it is **not "
-        "BERT-base**: it is far smaller and saw a tiny fraction of BERT's text.", "",
-        "| | |", "|---|---|",
+        f"# {name}: a {layers}-layer BERT pre-trained here on {tokens / 1e6:.1f}M tokens", "",
+        "Masked LM + next-sentence prediction as BERT (Devlin et al. 2019): 15% of WordPiece tokens chosen, "
+        "80% [MASK] / 10% random / 10% unchanged; 50% true next segment; max length 128; the uncased WordPiece "
+        "vocabulary of bert-base-uncased (30,522 entries). It is **not BERT-base and not a substitute for it**: "
+        f"{layers} layers of width {hidden} against 12 of 768, and {tokens / 1e6:.1f}M tokens seen against BERT's "
+        "~128,000M (3.3B words x 40 epochs).", "",
+    ]
+    if mlm is not None:
+        lines += [mlm_sentence(mlm["accuracy"][mlm["accuracy"]["text"] == "held-out corpus"]), "",
+                  "Masked-LM top-1 accuracy by what the model was shown at the predicted position, beside the floors "
+                  "(`python -m bertsent.evaluation.mlm MODEL_DIR` prints this table):", "",
+                  "| text | positions | count | accuracy | best constant | corpus's most frequent | copy the input |",
+                  "|---|---|---:|---:|---:|---:|---:|"]
+        for row in mlm["accuracy"].itertuples():
+            lines.append(f"| {row.text} | {row.positions} | {row.count:,} | {100 * row.accuracy:.2f}% | "
+                         f"{100 * row.best_constant_floor:.2f}% | {100 * row.majority_floor:.2f}% | "
+                         f"{100 * row.copy_floor:.2f}% |")
+        lines += ["", "Top-5 predictions at [MASK] for probe sentences:", "", "| sentence | top 5 |", "|---|---|"]
+        lines += [f"| {row.sentence} | {row.top_predictions} |" for row in mlm["probes"].itertuples()]
+        lines.append("")
+    lines += [
+        "| training | |", "|---|---|",
         f"| size | {config['size']}: {layers} layers, hidden size {hidden}, {max(1, hidden // 64)} heads, "
         f"feed-forward {4 * hidden} |",
         f"| corpus | English Wikipedia (2015 and 2018 extracts) + 99 English novels (ELTeC); {CORPUS_SOURCES} |",
         f"| training pairs available | {summary['train_pairs']:,} (held out: {summary['heldout_pairs']:,}) |",
         f"| steps x batch | {summary['steps']:,} x {config['batch_size']} |",
         f"| tokens seen | {summary['tokens']:,} (non-padding, special tokens included) |",
+    ]
+    if config.get("init_from"):
+        lines.append(f"| continued from | `{Path(config['init_from']).name}` "
+                     f"({summary.get('continued_from_tokens', 0):,} tokens before this run) |")
+    lines += [
         f"| optimiser | AdamW, lr {config['learning_rate']}, betas {tuple(config['betas'])}, weight decay "
-        f"{config['weight_decay']}, {config['warmup_ratio']:.0%} warm-up then linear decay, clip 1.0 |",
+        f"{config['weight_decay']}, {config['warmup_ratio']:.0%} warm-up then {config.get('schedule', 'linear')} "
+        f"decay, clip 1.0; dropout {config.get('dropout', 0.1)} during pre-training (0.1 in the saved configuration) |",
         f"| precision | {config['mixed_precision']} autocast, float32 master weights; stored here in float16 |",
         f"| hardware | {summary['device']} ({cpu_name()}); {summary['torch_threads']} torch thread(s) when the run "
         f"finished (a resumed run may have used another number earlier); {summary['seconds'] / 60:.0f} minutes |",
-        f"| held-out MLM accuracy | {100 * final['heldout_mlm_accuracy']:.2f}% (loss {final['heldout_mlm_loss']:.3f}, "
-        f"{summary['eval_pairs']:,} held-out pairs) |",
+        f"| held-out MLM loss | {final['heldout_mlm_loss']:.3f} ({summary['eval_pairs']:,} held-out pairs) |",
     ]
     if "heldout_nsp_accuracy" in final:
-        lines.append(f"| held-out NSP accuracy | {100 * final['heldout_nsp_accuracy']:.2f}% |")
+        lines.append(f"| held-out NSP accuracy | {100 * final['heldout_nsp_accuracy']:.2f}% (chance 50%) |")
     if glue is not None and len(glue):
+        from ..evaluation.glue import format_glue_cell, mark_majority_class
+
+        marked = mark_majority_class(glue)
         scores = "; ".join(
-            f"{row['task']} " + ", ".join(f"{k} {row[k]:.1f}" for k in ("mcc", "accuracy", "f1") if k in row and pd.notna(row[k]))
-            for _, row in glue.iterrows())
+            f"{row['task']} " + ", ".join(f"{k} {format_glue_cell(row[k], row['at_majority_class'])}"
+                                          for k in ("mcc", "accuracy", "f1") if k in row and pd.notna(row[k]))
+            for _, row in marked.iterrows())
         lines.append(f"| GLUE dev (fine-tuned, BERT recipe) | {scores} |")
     lines += ["", "Load it with `transformers.AutoModel.from_pretrained(path)` or, in this repository, as the "
               f"backbone `{name}`. Re-create it with the book's BERT chapter (`python -m bertsent.book run bert_pretraining`).", ""]
