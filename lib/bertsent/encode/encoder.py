@@ -4,6 +4,10 @@
 number of tokens (so no padding is computed and no attention mask is needed: the cheapest
 possible batch on a CPU), falling back to length-sorted padded batches where lengths are rare.
 Pooled vectors can be cached on disk, keyed by the backbone, the settings and the sentences.
+
+A causal backbone (:class:`~bertsent.encode.backbones.CausalBackbone`, e.g. Gemma 3) is read with
+:mod:`~bertsent.encode.causal_pooling`'s readouts; its padding, where a batch needs any, is on the right, and its
+``prompt`` readout runs a second pass over the prompt-wrapped sentences, batched the same way.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from tqdm import tqdm  # plain text bars: no widget dependency in notebooks
 
 from ..paths import CACHE_DIR
 from ..report.io import atomic_savez
+from .causal_pooling import pool_all_layers_causal, prompt_token_ids
 from .pooling import POOLINGS, pool_all_layers
 
 METHOD_VERSION = 1  # bump when the maths changes
@@ -105,25 +110,47 @@ class Encoder:
 
     @torch.inference_mode()
     def _encode_transformer(self, sentences: list[str], poolings) -> dict[str, np.ndarray]:
-        tokenizer, model = self.backbone.tokenizer, self.backbone.model
-        token_ids = tokenizer(sentences, truncation=True, max_length=self.max_length)["input_ids"]
-        lengths = np.array([len(ids) for ids in token_ids])
-        out = {p: np.empty((self.backbone.n_layers, len(sentences), self.backbone.dim), dtype=np.float32) for p in poolings}
-        batches = _batches(lengths, self.batch_size, self.min_bucket)
-        progress = tqdm(total=len(sentences), desc=f"encoding ({self.backbone.name})", unit="sent",
+        backbone = self.backbone
+        causal = backbone.kind == "causal"
+        out = {p: np.empty((backbone.n_layers, len(sentences), backbone.dim), dtype=np.float32) for p in poolings}
+        passes = []  # (token ids, {readout: where it goes in out})
+        direct = [p for p in poolings if p != "prompt"]
+        if direct:
+            ids = backbone.tokenizer(sentences, truncation=True, max_length=self.max_length)["input_ids"]
+            passes.append((ids, {p: p for p in direct}))
+        if "prompt" in poolings:
+            if not causal:
+                raise ValueError(f"The prompt readout needs a causal backbone; {backbone.name} is an encoder.")
+            ids = prompt_token_ids(backbone.tokenizer, sentences, self.max_length, backbone.prompt_template)
+            passes.append((ids, {"last": "prompt"}))
+        progress = tqdm(total=len(sentences) * len(passes), desc=f"encoding ({backbone.name})", unit="sent",
                         disable=not self.show_progress)
-        for batch in batches:
-            padded = tokenizer.pad({"input_ids": [token_ids[i] for i in batch]}, return_tensors="pt")
-            mask = padded["attention_mask"].to(self.backbone.device)
-            inputs = {"input_ids": padded["input_ids"].to(self.backbone.device)}
-            if not bool(mask.all()):  # equal-length batches need no mask
-                inputs["attention_mask"] = mask
-            hidden = model(**inputs, output_hidden_states=True).hidden_states
-            for pooling, tensor in pool_all_layers(hidden, mask, poolings).items():
-                out[pooling][:, batch] = tensor.float().cpu().numpy()
-            progress.update(len(batch))
+        for token_ids, targets in passes:
+            self._forward(token_ids, targets, out, progress)
         progress.close()
         return out
+
+    def _forward(self, token_ids: list[list[int]], targets: dict[str, str], out: dict[str, np.ndarray], progress) -> None:
+        """Run the model over ``token_ids`` in length batches; pooled readout ``r`` goes to ``out[targets[r]]``."""
+        backbone = self.backbone
+        tokenizer, model = backbone.tokenizer, backbone.model
+        causal = backbone.kind == "causal"
+        extra = getattr(backbone, "forward_kwargs", {})
+        lengths = np.array([len(ids) for ids in token_ids])
+        for batch in _batches(lengths, self.batch_size, self.min_bucket):
+            padded = tokenizer.pad({"input_ids": [token_ids[i] for i in batch]}, return_tensors="pt")
+            mask = padded["attention_mask"].to(backbone.device)
+            inputs = {"input_ids": padded["input_ids"].to(backbone.device)}
+            if not bool(mask.all()):  # equal-length batches need no mask
+                inputs["attention_mask"] = mask
+            hidden = model(**inputs, **extra, output_hidden_states=True).hidden_states
+            if causal:
+                pooled = pool_all_layers_causal(hidden, mask, list(targets), skip_bos=backbone.adds_bos)
+            else:
+                pooled = pool_all_layers(hidden, mask, list(targets))
+            for readout, tensor in pooled.items():
+                out[targets[readout]][:, batch] = tensor.float().cpu().numpy()
+            progress.update(len(batch))
 
     def _cache_file(self, unique: list[str], poolings) -> Path | None:
         if self.cache_dir is None:
