@@ -22,6 +22,7 @@ def test_run_id_depends_on_every_setting():
     assert run_id("m", "stsb_all", base) != run_id("m", "stsb_train", base)
     assert run_id("m", "stsb_all", base) != run_id("m", "stsb_all", SelfGuidedConfig(view_pooling="mean"))
     assert run_id("m", "stsb_all", base).startswith("m-opt3-stsb_all-s42-")
+    assert run_id("m", "stsb_all", base, dev_pairs=24) != run_id("m", "stsb_all", base, dev_pairs=1500)
 
 
 @pytest.fixture
@@ -65,6 +66,9 @@ def test_run_id_follows_the_data_manifest_and_the_weights_of_a_repository_model(
     assert runs.backbone_identity("all-minilm-l6-v2") == {"backbone": "all-minilm-l6-v2"}  # pinned by its package
 
 
+DEV = ["pair 1", "pair 2", "pair 3"]  # stands for an STS-B dev subset of three pairs
+
+
 def _fake_training(calls):
     """A stand-in for train_self_guided: writes what a finished run leaves in .cache."""
 
@@ -94,10 +98,10 @@ def fake_training(monkeypatch):
 
 def test_a_finished_run_commits_its_results(fake_training, tmp_path):
     config = SelfGuidedConfig(max_steps=4)
-    directory = runs.train_or_reuse("m", "stsb_all", config, dev="dev", root=tmp_path / "cache",
+    directory = runs.train_or_reuse("m", "stsb_all", config, dev=DEV, root=tmp_path / "cache",
                                     results_dir=tmp_path / "results")
-    stored = runs.stored_run("m", "stsb_all", config, tmp_path / "results")
-    assert stored.directory == tmp_path / "results" / "runs" / "sg" / run_id("m", "stsb_all", config)
+    stored = runs.stored_run("m", "stsb_all", config, tmp_path / "results", len(DEV))
+    assert stored.directory == tmp_path / "results" / "runs" / "sg" / run_id("m", "stsb_all", config, len(DEV))
     assert directory == tmp_path / "cache" / stored.key
     train = stored.train()
     assert (train["best_step"], train["best_dev"], train["dev_step0"]) == (2, 71.5, 70.0)
@@ -116,7 +120,7 @@ def test_committed_results_are_used_without_weights(fake_training, tmp_path):
     settings = {"datasets": {"stsb": 24}}
     scores = pd.DataFrame({"dataset": ["stsb", "stsb"], "aggregation": ["all", "wmean"],
                            "spearman": [71.23456789012345, float("nan")]})
-    first = runs.run_scores("m", "stsb_all", config, "sts_cls", settings, lambda model: scores, dev="dev",
+    first = runs.run_scores("m", "stsb_all", config, "sts_cls", settings, lambda model: scores, dev=DEV,
                             runs_dir=tmp_path / "cache", results_dir=tmp_path / "results")
     pd.testing.assert_frame_equal(first, scores)  # written in full: read back exactly
     shutil.rmtree(tmp_path / "cache")  # another machine: the weights are gone, the results are committed
@@ -124,29 +128,29 @@ def test_committed_results_are_used_without_weights(fake_training, tmp_path):
     def no_model(model):
         raise AssertionError("scored again")
 
-    again = runs.run_scores("m", "stsb_all", config, "sts_cls", settings, no_model, dev="dev",
+    again = runs.run_scores("m", "stsb_all", config, "sts_cls", settings, no_model, dev=DEV,
                             runs_dir=tmp_path / "cache", results_dir=tmp_path / "results")
     pd.testing.assert_frame_equal(again, scores)
-    history = runs.run_history("m", "stsb_all", config, tmp_path / "cache", tmp_path / "results")
+    history = runs.run_history("m", "stsb_all", config, tmp_path / "cache", tmp_path / "results", dev=DEV)
     assert history["dev"].max() == 71.5
     assert len(fake_training) == 1 and not (tmp_path / "cache").exists()
 
 
 def test_a_page_that_needs_the_model_retrains_and_says_so(fake_training, tmp_path):
     config = SelfGuidedConfig(max_steps=4)
-    runs.train_or_reuse("m", "stsb_all", config, dev="dev", root=tmp_path / "cache", results_dir=tmp_path / "results")
-    committed = runs.stored_run("m", "stsb_all", config, tmp_path / "results").train()
+    runs.train_or_reuse("m", "stsb_all", config, dev=DEV, root=tmp_path / "cache", results_dir=tmp_path / "results")
+    committed = runs.stored_run("m", "stsb_all", config, tmp_path / "results", len(DEV)).train()
     shutil.rmtree(tmp_path / "cache")
     said = []
     runs.run_scores("m", "stsb_all", config, "sts_cls", {"other": "settings"},
-                    lambda model: pd.DataFrame({"dataset": ["stsb"], "spearman": [1.0]}), dev="dev",
+                    lambda model: pd.DataFrame({"dataset": ["stsb"], "spearman": [1.0]}), dev=DEV,
                     runs_dir=tmp_path / "cache", results_dir=tmp_path / "results")  # scores not committed: the model
     assert len(fake_training) == 2
     shutil.rmtree(tmp_path / "cache")
-    runs.train_or_reuse("m", "stsb_all", config, dev="dev", root=tmp_path / "cache", results_dir=tmp_path / "results",
+    runs.train_or_reuse("m", "stsb_all", config, dev=DEV, root=tmp_path / "cache", results_dir=tmp_path / "results",
                         log=said.append)
-    assert len(said) == 1 and said[0].startswith(f"retraining {run_id('m', 'stsb_all', config)}: its results are committed")
-    assert runs.stored_run("m", "stsb_all", config, tmp_path / "results").train() == committed  # the record stays
+    assert len(said) == 1 and said[0].startswith(f"retraining {run_id('m', 'stsb_all', config, len(DEV))}: its results are committed")
+    assert runs.stored_run("m", "stsb_all", config, tmp_path / "results", len(DEV)).train() == committed  # the record stays
 
 
 def test_store_keeps_one_file_per_evaluation_setting(tmp_path):

@@ -2,10 +2,11 @@
 
 A run is keyed by what determines its numbers: the method and its full configuration (seed included), the
 backbone (and, for a model directory such as ``models/bert-mini-wiki``, the sha256 of its weights), the training
-data's name and the data manifest's digest, and the ``METHOD_VERSION`` of every module on its training path
-(:mod:`bertsent.versions`); never the library's file contents. Its small results are committed under
-``results/runs/<kind>/<key>/`` (:mod:`bertsent.experiments.store`); its weights and checkpoints stay in
-``.cache`` (``.cache/runs/<key>/``, ``.cache/pretraining/runs/...``), where an interrupted run resumes.
+data's name and the data manifest's digest, the STS-B dev pairs that select an SG run's checkpoint, and the
+``METHOD_VERSION`` of every module on its training path (:mod:`bertsent.versions`); never the library's file
+contents. Its small results are committed under ``results/runs/<kind>/<key>/`` (:mod:`bertsent.experiments.store`);
+its weights and checkpoints stay in ``.cache`` (``.cache/runs/<key>/``, ``.cache/pretraining/runs/...``), where an
+interrupted run resumes.
 
 A page that asks for a run whose results are committed uses them without training, even on a machine without the
 weights. Only a page that needs the model itself (its embeddings, its timing, its publication) trains again when
@@ -68,34 +69,40 @@ def backbone_identity(backbone: str) -> dict:
 
 # --- SG / SG-OPT -----------------------------------------------------------------------------------------------
 
-def run_identity(backbone: str, train_data: str, config: SelfGuidedConfig) -> dict:
+def run_identity(backbone: str, train_data: str, config: SelfGuidedConfig, dev_pairs: int | None = None) -> dict:
+    """What an SG / SG-OPT run's numbers depend on (``dev_pairs``: the STS-B dev pairs that select its checkpoint)."""
     return {"kind": "sg", **backbone_identity(backbone), "train_data": train_data, "data": manifest_digest(),
-            "config": asdict(config), "methods": path_versions(SG_TRAINING_PATH)["digest"]}
+            "dev_pairs": dev_pairs, "config": asdict(config), "methods": path_versions(SG_TRAINING_PATH)["digest"]}
 
 
-def run_id(backbone: str, train_data: str, config: SelfGuidedConfig) -> str:
+def run_id(backbone: str, train_data: str, config: SelfGuidedConfig, dev_pairs: int | None = None) -> str:
     """``<backbone>-<loss>-<train_data>-s<seed>-<hash of run_identity>``: the run's key in ``.cache/runs`` and
     ``results/runs/sg``."""
     return run_key(f"{backbone.replace('/', '_')}-{config.loss}-{train_data}-s{config.seed}",
-                   run_identity(backbone, train_data, config))
+                   run_identity(backbone, train_data, config, dev_pairs))
 
 
-def stored_run(backbone: str, train_data: str, config: SelfGuidedConfig, results_dir=None) -> StoredRun:
-    return StoredRun.at("sg", run_id(backbone, train_data, config), results_dir)
+def stored_run(backbone: str, train_data: str, config: SelfGuidedConfig, results_dir=None,
+               dev_pairs: int | None = None) -> StoredRun:
+    return StoredRun.at("sg", run_id(backbone, train_data, config, dev_pairs), results_dir)
 
 
-def _weights_dir(backbone, train_data, config, root) -> Path:
-    return Path(root or CACHE_DIR / "runs") / run_id(backbone, train_data, config)
+def _dev_set(dev, data_dir):
+    """The selection set: ``dev`` as given, or all of STS-B dev."""
+    from ..data.sts import load_stsb
+
+    return dev if dev is not None else load_stsb("dev", data_dir)
 
 
-def _record_sg(stored: StoredRun, directory: Path, backbone: str, train_data: str, config: SelfGuidedConfig) -> None:
+def _record_sg(stored: StoredRun, directory: Path, backbone: str, train_data: str, config: SelfGuidedConfig,
+               dev_pairs: int) -> None:
     """Commit a finished run's results from its ``.cache`` directory."""
     summary = json.loads((directory / "train.json").read_text(encoding="utf-8"))
     history = pd.DataFrame(summary.pop("history"))
     history["best"] = history["step"] == summary["best_step"]
     step0 = history.loc[history["step"] == 0, "dev"]
     dev_step0 = float(step0.iloc[0]) if len(step0) else None
-    train = {**summary, "dev_step0": dev_step0, "identity": run_identity(backbone, train_data, config),
+    train = {**summary, "dev_step0": dev_step0, "identity": run_identity(backbone, train_data, config, dev_pairs),
              "method_versions": path_versions(SG_TRAINING_PATH)["modules"],
              "summary": {"backbone": backbone, "loss": config.loss, "train_data": train_data, "seed": config.seed,
                          "steps": summary["step"], "best_step": summary["best_step"],
@@ -115,27 +122,27 @@ def train_or_reuse(backbone: str, train_data: str, config: SelfGuidedConfig, dat
     itself. Trained now (or resumed) when its weights are absent; its results are committed when they are not yet
     (``results_dir``: where, default the repository's ``results/``)."""
     from ..data.sentences import training_sentences
-    from ..data.sts import load_stsb
     from ..training.self_guided import train_self_guided
 
-    directory = _weights_dir(backbone, train_data, config, root)
-    stored = stored_run(backbone, train_data, config, results_dir)
+    dev = _dev_set(dev, data_dir)
+    stored = stored_run(backbone, train_data, config, results_dir, len(dev))
+    directory = Path(root or CACHE_DIR / "runs") / stored.key
     if not _finished(directory):
         if stored.exists:
             log(f"retraining {stored.key}: its results are committed ({stored.kind}/{stored.key}) but its weights "
                 f"are not in {directory}, and this page needs the model itself")
-        dev = dev if dev is not None else load_stsb("dev", data_dir)
         train_self_guided(backbone, training_sentences(train_data, data_dir), dev, directory, config,
                           show_progress=show_progress)
     if not stored.exists:  # the first finished run is the record; a retrained one keeps its own train.json in .cache
-        _record_sg(stored, directory, backbone, train_data, config)
+        _record_sg(stored, directory, backbone, train_data, config, len(dev))
     return directory
 
 
 def sg_results(backbone: str, train_data: str, config: SelfGuidedConfig, data_dir=None,
                dev: STSDataset | None = None, root: Path | None = None, results_dir=None) -> StoredRun:
     """A run's committed results, trained first only when there are none (nor a finished run in ``.cache``)."""
-    stored = stored_run(backbone, train_data, config, results_dir)
+    dev = _dev_set(dev, data_dir)
+    stored = stored_run(backbone, train_data, config, results_dir, len(dev))
     if not stored.exists:
         train_or_reuse(backbone, train_data, config, data_dir, dev, root, show_progress=False,
                        results_dir=results_dir)
@@ -154,6 +161,7 @@ def run_scores(backbone: str, train_data: str, config: SelfGuidedConfig, evaluat
                runs_dir: Path | None = None, results_dir=None) -> pd.DataFrame:
     """The scores of evaluation ``evaluation`` (with ``settings``: what decides them besides the run) of one run:
     committed ones when present; else ``compute(model_dir)`` on the run's model, then committed."""
+    dev = _dev_set(dev, data_dir)
     stored = sg_results(backbone, train_data, config, data_dir, dev, runs_dir, results_dir)
     found = stored.scores(evaluation, settings)
     if found is not None:
