@@ -107,12 +107,19 @@ class StoredRun:
         return self.scores(name, settings)
 
 
+# the index's first columns, where a kind has them: what the run is, then whether training moved it from step 0
+INDEX_COLUMNS = ("key", "backbone", "model", "size", "objective", "loss", "task", "train_data", "learning_rate",
+                 "max_train_examples", "seed", "steps", "tokens", "best_step", "dev_metric", "best_dev", "dev_step0")
+
+
 def write_index(kind_dir: Path) -> Path:
     """``<kind>/index.csv``: the ``summary`` of every finished run of the kind, one row each, by key."""
     rows = []
     for train_json in sorted(Path(kind_dir).glob("*/train.json")):
         train = json.loads(train_json.read_text(encoding="utf-8"))
         rows.append({"key": train_json.parent.name, **train.get("summary", {})})
+    table = pd.DataFrame(rows)
+    first = [c for c in INDEX_COLUMNS if c in table.columns]
     path = Path(kind_dir) / "index.csv"
-    write_csv_atomic(pd.DataFrame(rows), path, index=False)
+    write_csv_atomic(table[first + [c for c in table.columns if c not in first]], path, index=False)
     return path
