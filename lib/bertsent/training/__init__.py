@@ -1,5 +1,6 @@
 """Trainers of the book's methods: SG / SG-OPT (``self_guided``, re-exported here), BERT pre-training
-(``pretraining``; ``python -m bertsent.training.pretraining``) and GLUE fine-tuning (``glue``)."""
+(``pretraining``; ``python -m bertsent.training.pretraining``) and GLUE fine-tuning (``glue``), each a small
+adapter (a :class:`~bertsent.training.loop.Method`) over the one training loop, ``loop``."""
 from .self_guided import SelfGuidedConfig, TrainResult, train_self_guided
 
 __all__ = ["SelfGuidedConfig", "TrainResult", "train_self_guided"]

@@ -23,11 +23,12 @@ import numpy as np
 import pandas as pd
 import torch
 from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
-from tqdm import tqdm
 
 from ..data.glue import load_glue
 from ..models.classifiers import sequence_classifier
 from ..quiet import quiet_transformers
+from .loop import (LoopSettings, Method, TrainingDivergedError, adamw, decay_parameter_groups, make_accelerator,
+                   seed_everything, train_loop, warmup_schedule)
 
 METHOD_VERSION = 1  # bump when the maths changes
 
@@ -38,7 +39,7 @@ TASK_METRICS = {"CoLA": (("mcc",), "mcc"), "SST-2": (("accuracy",), "accuracy"),
                 "QNLI": (("accuracy",), "accuracy")}
 
 
-class FineTuningDivergedError(FloatingPointError):
+class FineTuningDivergedError(TrainingDivergedError):
     pass
 
 
@@ -61,14 +62,18 @@ def glue_metrics(task: str, labels, predictions) -> dict[str, float]:
     return {name: 100 * float(functions[name](labels, predictions)) for name in names}
 
 
+def _encode(rows: pd.DataFrame, tokenizer, max_length: int):
+    """One batch of rows: the tokenized sentence (pairs) and the labels."""
+    pair = rows["sentence2"].tolist() if rows["sentence2"].notna().all() else None
+    encoded = tokenizer(rows["sentence1"].tolist(), pair, padding=True, truncation=True,
+                        max_length=max_length, return_tensors="pt")
+    return encoded, torch.tensor(rows["label"].to_numpy(dtype=np.int64))
+
+
 def _batches(frame: pd.DataFrame, tokenizer, batch_size: int, max_length: int, order=None):
     order = np.arange(len(frame)) if order is None else order
     for start in range(0, len(order), batch_size):
-        rows = frame.iloc[order[start:start + batch_size]]
-        pair = rows["sentence2"].tolist() if rows["sentence2"].notna().all() else None
-        encoded = tokenizer(rows["sentence1"].tolist(), pair, padding=True, truncation=True,
-                            max_length=max_length, return_tensors="pt")
-        yield encoded, torch.tensor(rows["label"].to_numpy(dtype=np.int64))
+        yield _encode(frame.iloc[order[start:start + batch_size]], tokenizer, max_length)
 
 
 def _model_digest(model_path: str) -> str:
@@ -112,69 +117,77 @@ def finetune_glue(model_path: str, task: str, config: GlueConfig | None = None, 
 def _dev_predictions(model, dev: pd.DataFrame, tokenizer, max_length: int) -> np.ndarray:
     was_training = model.training
     model.eval()
+    device = next(model.parameters()).device
     predictions = []
     with torch.no_grad():
         for encoded, _ in _batches(dev, tokenizer, 128, max_length):
-            predictions.append(model(**encoded).logits.argmax(-1).numpy())
+            predictions.append(model(**encoded.to(device)).logits.argmax(-1).cpu().numpy())
     model.train(was_training)
     return np.concatenate(predictions)
 
 
+class GlueMethod(Method):
+    """Fine-tuning on a GLUE task as a :class:`~bertsent.training.loop.Method`: the training rows in a seeded
+    order per epoch (the last batch of an epoch may be short), the classifier's cross-entropy, the dev metric
+    that chooses the learning rate (``metrics`` keeps every metric of the last evaluation). No dev selection
+    of steps: the fine-tuned model is the last one, as in the paper."""
+
+    diverged_error = FineTuningDivergedError
+
+    def __init__(self, task: str, train: pd.DataFrame, dev: pd.DataFrame, tokenizer, config: GlueConfig):
+        self.task, self.train, self.dev, self.tokenizer, self.config = task, train, dev, tokenizer, config
+        self.steps_per_epoch = math.ceil(len(train) / config.batch_size)
+        self.labels_dev = dev["label"].to_numpy(dtype=np.int64)
+        self.metrics: dict[str, float] = {}
+        self._order = (None, None)
+        self.divergence_advice = f"Fix ({task}): lower the learning rate (now {config.learning_rate})."
+
+    def batches(self, step: int):
+        epoch, position = divmod(step, self.steps_per_epoch)
+        if self._order[0] != epoch:
+            self._order = (epoch, np.random.default_rng([self.config.seed, epoch]).permutation(len(self.train)))
+        rows = self._order[1][position * self.config.batch_size:(position + 1) * self.config.batch_size]
+        encoded, labels = _encode(self.train.iloc[self.shard(rows.tolist())], self.tokenizer, self.config.max_length)
+        return self.to_device({**encoded, "labels": labels})
+
+    def loss(self, model, batch) -> dict:
+        return {"loss": model(**batch).loss}
+
+    def evaluate(self, model) -> float:
+        self.metrics = glue_metrics(self.task, self.labels_dev,
+                                    _dev_predictions(model, self.dev, self.tokenizer, self.config.max_length))
+        return self.metrics[TASK_METRICS[self.task][1]]
+
+    def record(self, state: dict, score: float | None, running_loss: float) -> dict:
+        return {"step": state["step"], "loss": None if math.isnan(running_loss) else running_loss, "dev": score}
+
+
 def _finetune(model_path: str, task: str, config: GlueConfig, data_dir, show_progress: bool,
               history: list | None = None) -> dict:
-    import time
-
-    from transformers import AutoTokenizer, get_linear_schedule_with_warmup
+    from transformers import AutoTokenizer
 
     train, dev = load_glue(task, "train", data_dir), load_glue(task, "dev", data_dir)
     if config.max_train_examples and config.max_train_examples < len(train):
         train = train.sample(config.max_train_examples, random_state=config.seed).reset_index(drop=True)
-    torch.manual_seed(config.seed)
+    accelerator = make_accelerator()
+    seed_everything(config.seed)
     with quiet_transformers():  # "newly initialised classifier" is the point of fine-tuning
         tokenizer = AutoTokenizer.from_pretrained(model_path)
         model = sequence_classifier(model_path)
-    steps_per_epoch = math.ceil(len(train) / config.batch_size)
-    total = steps_per_epoch * config.epochs
-    no_decay = [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n]
-    decay = [p for n, p in model.named_parameters() if not (n.endswith("bias") or "LayerNorm" in n)]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
-                                   {"params": no_decay, "weight_decay": 0.0}], lr=config.learning_rate,
-                                  fused=True)  # one kernel for every parameter: the 30k-word embedding dominates
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * total), total)
-    labels_dev = dev["label"].to_numpy(dtype=np.int64)
-    metric = TASK_METRICS[task][1]
-    if history is not None:  # the untrained classifier's dev score (eval mode: no dropout, no random draw)
-        history.append({"step": 0, "loss": None,
-                        "dev": glue_metrics(task, labels_dev, _dev_predictions(model, dev, tokenizer,
-                                                                                config.max_length))[metric]})
-    started = time.time()
-    model.train()
-    progress = tqdm(total=total, desc=f"{task} lr={config.learning_rate:g}", disable=not show_progress)
-    step, running = 0, float("nan")
-    for epoch in range(config.epochs):
-        order = np.random.default_rng([config.seed, epoch]).permutation(len(train))
-        for encoded, labels in _batches(train, tokenizer, config.batch_size, config.max_length, order):
-            loss = model(**encoded, labels=labels).loss
-            if not torch.isfinite(loss):
-                raise FineTuningDivergedError(f"{task}: loss became {loss.item()}; lower the learning rate "
-                                              f"(now {config.learning_rate}).")
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            progress.update(1)
-            step += 1
-            running = loss.item() if math.isnan(running) else 0.9 * running + 0.1 * loss.item()
-            if history is not None and step % 10 == 0 and step < total:
-                history.append({"step": step, "loss": running, "dev": None})
-    progress.close()
-    seconds = time.time() - started
-    metrics = glue_metrics(task, labels_dev, _dev_predictions(model, dev, tokenizer, config.max_length))
+    method = GlueMethod(task, train, dev, tokenizer, config)
+    total = method.steps_per_epoch * config.epochs
+    # fused: one kernel for every parameter (the 30k-word embedding dominates)
+    optimizer = adamw(decay_parameter_groups(model, config.weight_decay), config.learning_rate, fused=True)
+    scheduler = warmup_schedule(optimizer, int(config.warmup_ratio * total), total)
+    # the dev pass at step 0 (eval mode: no dropout) uses no random number: the same fine-tuning with or without it
+    run = train_loop(method, model, optimizer, scheduler, LoopSettings(
+        total_steps=total, evaluate_at_start=history is not None, log_every=10 if history is not None else None,
+        max_grad_norm=1.0, show_progress=show_progress, description=f"{task} lr={config.learning_rate:g}"),
+        accelerator)
     if history is not None:
-        history.append({"step": step, "loss": running, "dev": metrics[metric]})
+        history.extend(run.history)
     return {"task": task, **asdict(config), "train_examples": len(train), "dev_examples": len(dev),
-            "train_seconds": round(seconds, 1), **metrics}
+            "train_seconds": round(run.seconds, 1), **method.metrics}
 
 
 def glue_learning_rate_search(model_path: str, task: str, learning_rates=LEARNING_RATES, data_dir=None,

@@ -19,15 +19,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from tqdm import tqdm
 
 from ..data.masking import FIRST_WORD_PIECE, mask_tokens, next_token_labels, pair_batch
 from ..data.pretraining_pairs import Instances, corpus_instances
 from ..evaluation.mlm import accuracy_by_position_type, majority_token, masked_positions
 from ..models.bert_pretraining import OBJECTIVES, new_pretraining_model
-from ..report.io import atomic_torch_save
 from ..report.tables import write_table
-from .self_guided import TrainingDivergedError
+from .loop import LoopSettings, Method, adamw, decay_parameter_groups, make_accelerator, train_loop, warmup_schedule
 
 METHOD_VERSION = 1  # bump when the maths changes
 
@@ -191,21 +189,68 @@ def evaluate_heldout(model, batches: list[dict], autocast, majority_token: int |
     return result
 
 
+class PretrainingMethod(Method):
+    """BERT pre-training as a :class:`~bertsent.training.loop.Method`: the deterministic pair batches of each step,
+    the model's own loss (MLM + NSP, or an ablation's), no dev selection; every evaluation records the held-out
+    metrics (:func:`evaluate_heldout`), tokens seen and the learning rate, and writes ``history.csv``."""
+
+    def __init__(self, train: PairBatches, eval_batches: list[dict], majority: int, config: PretrainingConfig,
+                 scheduler, output_dir: Path):
+        self.train, self.eval_batches, self.majority, self.config = train, eval_batches, majority, config
+        self.scheduler, self.output_dir = scheduler, output_dir
+        self.divergence_advice = f"Fix: lower learning_rate (now {config.learning_rate}) or raise warmup_ratio."
+        self.heldout: dict = {}
+        self.window = {"tokens": 0, "since": time.time()}  # tokens per second on the progress bar
+
+    def initial_state(self) -> dict:
+        return {"step": 0, "tokens": 0, "seconds": 0.0, "history": []}
+
+    def batches(self, step: int) -> dict:
+        return self.to_device(self.shard(self.train.batch(step)))
+
+    def loss(self, model, batch) -> dict:
+        out = model(**batch)
+        return {"loss": out["loss"], **{name: out[f"{name}_loss"] for name in ("mlm", "nsp", "ltr")
+                                        if f"{name}_loss" in out}}
+
+    def evaluate(self, model) -> None:  # recorded, not a selection score
+        self.heldout = evaluate_heldout(model, self.eval_batches, self.accelerator.autocast, self.majority)
+        return None
+
+    def record(self, state: dict, score, running_loss: float) -> dict:
+        return {"step": state["step"], "tokens": state["tokens"], "seconds": round(state["seconds"], 1),
+                "train_loss": None if math.isnan(running_loss) else running_loss,
+                "learning_rate": self.scheduler.get_last_lr()[0], **self.heldout}
+
+    def after_evaluation(self, state: dict, model) -> None:
+        if self.accelerator.is_main_process:
+            write_table(pd.DataFrame(state["history"]), self.output_dir / "history.csv")
+
+    def after_step(self, state: dict, batch, losses: dict) -> None:
+        tokens = int(batch["attention_mask"].sum()) * self.accelerator.num_processes
+        state["tokens"] += tokens
+        self.window["tokens"] += tokens
+
+    def progress(self, state: dict, running_loss: float) -> dict | None:
+        if state["step"] % 10:
+            return None
+        rate = self.window["tokens"] / max(time.time() - self.window["since"], 1e-9)
+        self.window.update(tokens=0, since=time.time())
+        return {"loss": f"{running_loss:.3f}", "tok_s": f"{rate:,.0f}"}
+
+
 def pretrain(output_dir: str | Path, config: PretrainingConfig | None = None, resume: bool = True,
              show_progress: bool = True, corpus_dir=None, cache_dir=None, stop_after: int | None = None
              ) -> PretrainingResult:
     """Pre-train a BERT of ``config.size`` and save it to ``output_dir`` (see the module docstring).
 
     ``stop_after``: leave after this many steps as if interrupted (a checkpoint is written), for tests
-    of resumption.
+    of resumption. The steps are :func:`bertsent.training.loop.train_loop`'s, with :class:`PretrainingMethod`.
     """
-    from accelerate import Accelerator
-    from transformers import get_linear_schedule_with_warmup
-
     config = config or PretrainingConfig()
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    accelerator = Accelerator(cpu=not torch.cuda.is_available(), mixed_precision=config.mixed_precision)
+    accelerator = make_accelerator(config.mixed_precision)
     tokenizer = load_tokenizer()
     next_sentence = config.objective == "mlm_nsp"
     left_to_right = config.objective == "ltr"
@@ -226,90 +271,22 @@ def pretrain(output_dir: str | Path, config: PretrainingConfig | None = None, re
         if unexpected or [m for m in missing if "decoder" not in m]:
             raise ValueError(f"{config.init_from} does not match a {config.size} BERT: missing {missing}, unexpected {unexpected}")
         del start
-    decay = [p for n, p in model.named_parameters() if not (n.endswith("bias") or "LayerNorm" in n)]
-    no_decay = [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
-                                   {"params": no_decay, "weight_decay": 0.0}], lr=config.learning_rate,
-                                  betas=config.betas, eps=config.adam_epsilon,
-                                  fused=torch.cuda.is_available() or None)
-    from transformers import get_constant_schedule_with_warmup
-    warmup = int(config.warmup_ratio * config.max_steps)
-    scheduler = (get_linear_schedule_with_warmup(optimizer, warmup, config.max_steps) if config.schedule == "linear"
-                 else get_constant_schedule_with_warmup(optimizer, warmup))
-    state = {"step": 0, "tokens": 0, "seconds": 0.0, "history": []}
-    checkpoint_path = output_dir / "checkpoint.pt"
-    if resume and checkpoint_path.is_file():
-        checkpoint = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
-        if checkpoint["config"] != asdict(config):
-            raise ValueError(f"{checkpoint_path} was written with a different configuration; "
-                             "use another output directory or resume=False.")
-        model.load_state_dict(checkpoint["model"])
-        optimizer.load_state_dict(checkpoint["optimizer"])
-        scheduler.load_state_dict(checkpoint["scheduler"])
-        state = checkpoint["state"]
-    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
-    unwrapped = accelerator.unwrap_model(model)
-    running = {"loss": float("nan"), "tokens": 0, "since": time.time()}
-
-    def evaluate_and_checkpoint():
-        record = {"step": state["step"], "tokens": state["tokens"], "seconds": round(state["seconds"], 1),
-                  "train_loss": None if math.isnan(running["loss"]) else running["loss"],
-                  "learning_rate": scheduler.get_last_lr()[0],
-                  **evaluate_heldout(unwrapped, eval_batches, accelerator.autocast, majority)}
-        state["history"].append(record)
-        if accelerator.is_main_process:
-            write_table(pd.DataFrame(state["history"]), output_dir / "history.csv")
-            atomic_torch_save({"model": unwrapped.state_dict(), "optimizer": optimizer.state_dict(),
-                                "scheduler": scheduler.state_dict(), "state": state, "config": asdict(config)},
-                               checkpoint_path)
-
-    model.train()
-    progress = tqdm(total=config.max_steps, initial=state["step"], unit="step",
-                    desc=f"BERT-{config.size} {config.objective}",
-                    disable=not show_progress or not accelerator.is_main_process)
-    started = time.time() - state["seconds"]
-    if state["step"] == 0:
-        evaluate_and_checkpoint()
-    steps_this_call = 0
-    while state["step"] < config.max_steps:
-        if stop_after is not None and steps_this_call >= stop_after:
-            evaluate_and_checkpoint()
-            break
-        batch = train.batch(state["step"])
-        rows = slice(accelerator.process_index, None, accelerator.num_processes)
-        batch = {k: v[rows].to(accelerator.device) for k, v in batch.items()}
-        torch.manual_seed(config.seed * 1_000_003 + state["step"])  # this step's dropout
-        out = model(**batch)
-        loss = out["loss"]
-        if not torch.isfinite(loss):
-            raise TrainingDivergedError(
-                f"Pre-training loss became {loss.item()} at step {state['step']}. Fix: lower learning_rate "
-                f"(now {config.learning_rate}) or raise warmup_ratio; the last good state is in {checkpoint_path}.")
-        accelerator.backward(loss)
-        accelerator.clip_grad_norm_(model.parameters(), config.max_grad_norm)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
-        state["step"] += 1
-        steps_this_call += 1
-        tokens = int(batch["attention_mask"].sum()) * accelerator.num_processes
-        state["tokens"] += tokens
-        running["tokens"] += tokens
-        running["loss"] = loss.item() if math.isnan(running["loss"]) else 0.98 * running["loss"] + 0.02 * loss.item()
-        state["seconds"] = time.time() - started
-        progress.update(1)
-        if state["step"] % 10 == 0:
-            rate = running["tokens"] / max(time.time() - running["since"], 1e-9)
-            progress.set_postfix(loss=f"{running['loss']:.3f}", tok_s=f"{rate:,.0f}")
-            running["tokens"], running["since"] = 0, time.time()
-        if state["step"] % config.eval_every == 0 or state["step"] == config.max_steps:
-            evaluate_and_checkpoint()
-    progress.close()
+    optimizer = adamw(decay_parameter_groups(model, config.weight_decay), config.learning_rate, config.betas,
+                      eps=config.adam_epsilon, fused=torch.cuda.is_available() or None)
+    scheduler = warmup_schedule(optimizer, int(config.warmup_ratio * config.max_steps), config.max_steps,
+                                config.schedule)
+    method = PretrainingMethod(train, eval_batches, majority, config, scheduler, output_dir)
+    run = train_loop(method, model, optimizer, scheduler, LoopSettings(
+        total_steps=config.max_steps, output_dir=output_dir, config=asdict(config), eval_every=config.eval_every,
+        checkpoint_every=1, max_grad_norm=config.max_grad_norm, step_seed=config.seed, loss_smoothing=0.02,
+        resume=resume, stop_after=stop_after, show_progress=show_progress,
+        description=f"BERT-{config.size} {config.objective}"), accelerator)
+    state = run.state
 
     # a finished run asked again keeps its summary (the threads, device and times of the run that trained it)
-    finished_now = steps_this_call > 0 or not (output_dir / "train.json").is_file()
+    finished_now = run.steps_this_call > 0 or not (output_dir / "train.json").is_file()
     if state["step"] >= config.max_steps and finished_now and accelerator.is_main_process:
-        unwrapped.save_pretrained(output_dir / "model")
+        model.save_pretrained(output_dir / "model")
         tokenizer.save_pretrained(output_dir / "model")
         summary = {"config": asdict(config), "steps": state["step"], "tokens": state["tokens"],
                    "seconds": state["seconds"], "train_pairs": len(train.instances),

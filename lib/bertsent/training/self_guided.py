@@ -19,13 +19,11 @@ import json
 import math
 import os
 import shutil
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from ..data.sts import STSDataset
 from ..encode.backbones import TransformerBackbone, backbone_path
@@ -34,13 +32,13 @@ from ..evaluation.sts import cosine_rows, evaluate_sts
 from ..losses import LOSSES, weight_distance_regularizer
 from ..models import SelfGuidedModel, load_encoder
 from ..quiet import quiet_transformers
-from ..report.io import atomic_torch_save
+from .loop import (LoopSettings, Method, TrainingDivergedError, adamw, make_accelerator, seed_everything,
+                   train_loop, warmup_schedule)
 
 METHOD_VERSION = 1  # bump when the maths changes
 
-
-class TrainingDivergedError(FloatingPointError):
-    pass
+__all__ = ["SelfGuidedConfig", "SelfGuidedMethod", "TrainResult", "TrainingDivergedError", "dev_score",
+           "save_sentence_transformer", "train_self_guided"]
 
 
 @dataclass
@@ -109,16 +107,15 @@ def train_self_guided(backbone: str, sentences: list[str], dev: STSDataset, outp
     ``callbacks``: functions called as ``callback(step, model, tokenizer)`` at every evaluation.
     ``checkpoint_every``: steps between resumable checkpoints (taken at evaluations; the optimizer state
     makes one several times the model's size, so not at every evaluation).
+    The steps are :func:`bertsent.training.loop.train_loop`'s, with :class:`SelfGuidedMethod`.
     """
-    from accelerate import Accelerator
-    from transformers import AutoTokenizer, get_linear_schedule_with_warmup
+    from transformers import AutoTokenizer
 
     config = config or SelfGuidedConfig()
     output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
     source = backbone_path(backbone)
-    accelerator = Accelerator(cpu=not torch.cuda.is_available())
-    torch.manual_seed(config.seed)
+    accelerator = make_accelerator()
+    seed_everything(config.seed)
     tokenizer = AutoTokenizer.from_pretrained(source)
     model = SelfGuidedModel(load_encoder(source), config.view_pooling, config.frozen_dropout,
                             config.projection, config.head_dim)
@@ -127,88 +124,20 @@ def train_self_guided(backbone: str, sentences: list[str], dev: STSDataset, outp
     total_steps = steps_per_epoch * config.epochs
     if config.max_steps:
         total_steps = min(total_steps, config.max_steps)
-    trainable = [p for p in model.parameters() if p.requires_grad]
     # fused AdamW: one kernel for all parameters; a third of the unfused step time on a 2-core CPU
-    optimizer = torch.optim.AdamW(trainable, lr=config.learning_rate, betas=config.betas,
-                                  weight_decay=config.weight_decay, fused=True)
-    scheduler = get_linear_schedule_with_warmup(optimizer, math.ceil(config.warmup_ratio * total_steps), total_steps)
-    loss_fn = LOSSES[config.loss]
+    optimizer = adamw([p for p in model.parameters() if p.requires_grad], config.learning_rate, config.betas,
+                      weight_decay=config.weight_decay, fused=True)
+    scheduler = warmup_schedule(optimizer, math.ceil(config.warmup_ratio * total_steps), total_steps)
+    method = SelfGuidedMethod(model, tokenizer, sentences, dev, config, steps_per_epoch, callbacks)
+    run = train_loop(method, model, optimizer, scheduler, LoopSettings(
+        total_steps=total_steps, output_dir=output_dir, config=asdict(config), eval_every=config.eval_every,
+        checkpoint_every=checkpoint_every, max_grad_norm=config.max_grad_norm, step_seed=config.seed,
+        resume=resume, show_progress=show_progress, description=f"{config.loss} ({backbone})"), accelerator)
+    state = run.state
 
-    state = {"step": 0, "best_dev": -math.inf, "best_step": -1, "history": [], "seconds": 0.0}
-    checkpoint_path = output_dir / "checkpoint.pt"
-    if resume and checkpoint_path.is_file():
-        checkpoint = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
-        if checkpoint["config"] != asdict(config):
-            raise ValueError(f"{checkpoint_path} was written with a different configuration; "
-                             f"use another output_dir or resume=False.")
-        model.load_state_dict(checkpoint["model"], strict=False)
-        optimizer.load_state_dict(checkpoint["optimizer"])
-        scheduler.load_state_dict(checkpoint["scheduler"])
-        state = checkpoint["state"]
-    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
-    unwrapped = accelerator.unwrap_model(model)
-
-    def evaluate_and_checkpoint():
-        score = dev_score(unwrapped, tokenizer, dev, config.max_length)
-        state["history"].append({"step": state["step"], "dev": score,
-                                 "loss": None if math.isnan(running_loss) else running_loss})
-        if score > state["best_dev"]:
-            state["best_dev"], state["best_step"] = score, state["step"]
-            if accelerator.is_main_process:
-                atomic_torch_save(unwrapped.trained.state_dict(), output_dir / "best.pt")
-        for callback in callbacks:
-            callback(state["step"], unwrapped, tokenizer)
-        if accelerator.is_main_process and (state["step"] % checkpoint_every == 0 or state["step"] >= total_steps):
-            trainable_names = {n for n, p in unwrapped.named_parameters() if p.requires_grad}
-            atomic_torch_save({
-                "model": {k: v for k, v in unwrapped.state_dict().items() if k in trainable_names},
-                "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                "state": state, "config": asdict(config),
-            }, checkpoint_path)
-
-    model.train()
-    running_loss = float("nan")
-    progress = tqdm(total=total_steps, initial=state["step"], desc=f"{config.loss} ({backbone})", unit="step",
-                    disable=not show_progress or not accelerator.is_main_process)
-    started = time.time() - state["seconds"]
-    if state["step"] == 0 and state["best_step"] < 0:
-        evaluate_and_checkpoint()  # the untrained model is a candidate too (step 0)
-    while state["step"] < total_steps:
-        epoch, position = divmod(state["step"], steps_per_epoch)
-        batch_ids = _epoch_batches(len(sentences), config.batch_size, config.seed, epoch)[position]
-        batch_ids = batch_ids[accelerator.process_index::accelerator.num_processes] or batch_ids
-        torch.manual_seed(config.seed * 1_000_003 + state["step"])  # dropout and view sampling of this step
-        encoded = tokenizer([sentences[i] for i in batch_ids], padding=True, truncation=True,
-                            max_length=config.max_length, return_tensors="pt").to(accelerator.device)
-        c, h = model(encoded["input_ids"], encoded["attention_mask"])
-        if config.loss != "opt3":
-            sampled = torch.randint(h.shape[1], (h.shape[0],), device=h.device)
-            h = h[torch.arange(h.shape[0], device=h.device), sampled]
-        contrastive = loss_fn(c, h, config.temperature)
-        loss = contrastive + weight_distance_regularizer(unwrapped.trained, unwrapped.frozen, config.reg_weight)
-        if not torch.isfinite(loss):
-            raise TrainingDivergedError(
-                f"Loss became {loss.item()} at step {state['step']} (contrastive part {contrastive.item()}). "
-                f"Fix: lower the learning rate or raise the temperature; the last good state is in {checkpoint_path}."
-            )
-        accelerator.backward(loss)
-        accelerator.clip_grad_norm_(trainable, config.max_grad_norm)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
-        state["step"] += 1
-        running_loss = loss.item() if math.isnan(running_loss) else 0.9 * running_loss + 0.1 * loss.item()
-        progress.update(1)
-        progress.set_postfix(loss=f"{running_loss:.3f}", best_dev=f"{state['best_dev']:.2f}")
-        state["seconds"] = time.time() - started
-        if state["step"] % config.eval_every == 0 or state["step"] == total_steps:
-            evaluate_and_checkpoint()
-    progress.close()
-
-    # The selected model, not the last one in memory.
-    unwrapped.trained.load_state_dict(torch.load(output_dir / "best.pt", map_location="cpu"))
+    # The selected model (restored by the loop from best.pt), not the last one in memory.
     if accelerator.is_main_process:
-        save_sentence_transformer(unwrapped.trained, tokenizer, output_dir / "model")
+        save_sentence_transformer(model.trained, tokenizer, output_dir / "model")
         # the thread count when the run finished: the time per step means little without it
         summary = {"backbone": backbone, "config": asdict(config), "sentences": len(sentences), **state,
                    "torch_threads": torch.get_num_threads(), "processes": accelerator.num_processes}
@@ -216,6 +145,56 @@ def train_self_guided(backbone: str, sentences: list[str], dev: STSDataset, outp
     accelerator.wait_for_everyone()
     return TrainResult(output_dir, state["best_step"], state["best_dev"], state["step"], state["seconds"],
                        state["history"])
+
+
+class SelfGuidedMethod(Method):
+    """SG / SG-OPT as a :class:`~bertsent.training.loop.Method`: batches of unlabelled sentences in a seeded order
+    per epoch, the configured loss (``LOSSES[config.loss]``) plus the weight-distance regulariser, STS-B dev
+    selection on BERT_T; checkpoints keep the trainable weights, ``best.pt`` BERT_T's."""
+
+    divergence_advice = "Fix: lower the learning rate or raise the temperature."
+
+    def __init__(self, model: SelfGuidedModel, tokenizer, sentences: list[str], dev: STSDataset,
+                 config: SelfGuidedConfig, steps_per_epoch: int, callbacks=()):
+        self.model, self.tokenizer, self.sentences, self.dev = model, tokenizer, sentences, dev
+        self.config, self.steps_per_epoch, self.callbacks = config, steps_per_epoch, callbacks
+        self.loss_fn = LOSSES[config.loss]
+        self.trainable_names = {n for n, p in model.named_parameters() if p.requires_grad}
+
+    def batches(self, step: int):
+        epoch, position = divmod(step, self.steps_per_epoch)
+        batch_ids = _epoch_batches(len(self.sentences), self.config.batch_size, self.config.seed, epoch)[position]
+        return self.to_device(self.tokenizer([self.sentences[i] for i in self.shard(batch_ids)], padding=True,
+                                             truncation=True, max_length=self.config.max_length,
+                                             return_tensors="pt"))
+
+    def loss(self, model, batch) -> dict:
+        c, h = model(batch["input_ids"], batch["attention_mask"])
+        if self.config.loss != "opt3":
+            sampled = torch.randint(h.shape[1], (h.shape[0],), device=h.device)
+            h = h[torch.arange(h.shape[0], device=h.device), sampled]
+        contrastive = self.loss_fn(c, h, self.config.temperature)
+        regularizer = weight_distance_regularizer(self.model.trained, self.model.frozen, self.config.reg_weight)
+        return {"loss": contrastive + regularizer, "contrastive": contrastive, "regularizer": regularizer}
+
+    def evaluate(self, model) -> float:
+        return dev_score(model, self.tokenizer, self.dev, self.config.max_length)
+
+    def after_evaluation(self, state: dict, model) -> None:
+        for callback in self.callbacks:
+            callback(state["step"], model, self.tokenizer)
+
+    def checkpoint_weights(self, model) -> dict:
+        return {k: v for k, v in model.state_dict().items() if k in self.trainable_names}
+
+    def load_checkpoint_weights(self, model, weights: dict) -> None:
+        model.load_state_dict(weights, strict=False)
+
+    def best_weights(self, model) -> dict:
+        return model.trained.state_dict()
+
+    def load_best_weights(self, model, weights: dict) -> None:
+        model.trained.load_state_dict(weights)
 
 
 def save_sentence_transformer(encoder, tokenizer, path: Path) -> None:
