@@ -188,3 +188,58 @@ def test_checkpoint_is_written_atomically_and_checked(tmp_path):
     assert Checkpoint(tmp_path / "missing.pt", {"a": 1}).load() is None
     with pytest.raises(ValueError, match="different configuration"):
         Checkpoint(tmp_path / "c.pt", {"a": 2}).load()
+
+
+TWO_PROCESS_SCRIPT = '''
+import json, sys
+import torch
+from torch import nn
+from bertsent.training.loop import LoopSettings, Method, adamw, make_accelerator, train_loop, warmup_schedule
+
+class Halves(Method):
+    def batches(self, step):
+        x = torch.randn(8, 4, generator=torch.Generator().manual_seed(step))
+        return self.to_device(self.shard({"x": x, "y": x.sum(-1)}))
+    def loss(self, model, batch):
+        return {"loss": ((model(batch["x"]).squeeze(-1) - batch["y"]) ** 2).mean()}
+    def after_step(self, state, batch, losses):
+        state.setdefault("rates", []).append(self.scheduler.get_last_lr()[0])
+        state.setdefault("rows", []).append(len(batch["x"]))
+
+accelerator = make_accelerator()
+torch.manual_seed(0)
+model = nn.Linear(4, 1)
+optimizer = adamw(model.parameters(), 0.1)
+method = Halves()
+method.scheduler = warmup_schedule(optimizer, 2, 10)
+result = train_loop(method, model, optimizer, method.scheduler,
+                    LoopSettings(total_steps=10, show_progress=False, evaluate_at_start=False), accelerator)
+if accelerator.is_main_process:
+    json.dump({"processes": accelerator.num_processes, "rates": result.state["rates"], "rows": result.state["rows"],
+               "weights": [p.detach().flatten().tolist() for p in model.parameters()]}, open(sys.argv[1], "w"))
+'''
+
+
+def test_two_processes_share_each_step_and_keep_one_schedule(tmp_path):
+    """Under two processes (torchrun, gloo on CPU) each takes half of a step's batch, the averaged gradients make
+    the single process's updates, and the learning-rate schedule advances once per step (accelerate's prepared
+    scheduler would advance twice)."""
+    import json
+    import subprocess
+    import sys
+
+    script = tmp_path / "halves.py"
+    script.write_text(TWO_PROCESS_SCRIPT)
+    one = subprocess.run([sys.executable, str(script), str(tmp_path / "one.json")], capture_output=True, text=True,
+                         timeout=300)
+    assert one.returncode == 0, one.stderr[-3000:]
+    two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                          str(script), str(tmp_path / "two.json")], capture_output=True, text=True, timeout=300)
+    assert two.returncode == 0, two.stderr[-3000:]
+    one, two = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("one", "two"))
+    assert (one["processes"], two["processes"]) == (1, 2)
+    assert one["rows"] == [8] * 10 and two["rows"] == [4] * 10
+    assert two["rates"] == one["rates"] == pytest.approx([0.05, 0.1, 0.0875, 0.075, 0.0625, 0.05, 0.0375, 0.025,
+                                                          0.0125, 0.0])
+    for a, b in zip(one["weights"], two["weights"]):
+        assert a == pytest.approx(b, abs=1e-5)

@@ -18,8 +18,9 @@ What the loop does, at each step ``s`` from the saved step to ``settings.total_s
    (``best_step``, ``best_dev``; ``best.pt`` under ``output_dir``), ``method.after_evaluation`` and, at steps
    that are multiples of ``checkpoint_every`` and at the end, an atomic resumable checkpoint (``checkpoint.pt``:
    weights, optimizer, scheduler, loop state, the configuration that wrote it);
-6. a tqdm progress bar; everything runs under ``accelerate`` (one process, or several with ``accelerate launch``:
-   the prepared model is wrapped for data parallelism, the method shards its batches with :meth:`Method.shard`).
+6. a tqdm progress bar; everything runs under ``accelerate``: one process, or several (``accelerate launch
+   --multi_gpu``, ``torchrun --nproc_per_node N``) that share each step's batch (:meth:`Method.shard`), with
+   the model wrapped for data parallelism (averaged gradients) and the schedule advancing once per step.
 
 At the end the best checkpoint's weights are put back into the model (``settings.restore_best``).
 
@@ -328,7 +329,8 @@ def train_loop(method: Method, model: torch.nn.Module, optimizer, scheduler, set
     """Train ``model`` with ``method`` (see the module docstring); resumes from ``output_dir/checkpoint.pt``.
 
     ``model``, ``optimizer`` and ``scheduler`` are the unprepared objects (the loop loads the checkpoint into them,
-    then prepares them with ``accelerator``, by default :func:`make_accelerator`).
+    then prepares the model and optimizer with ``accelerator``, by default :func:`make_accelerator`; the scheduler
+    steps once per step whatever the number of processes).
     """
     accelerator = accelerator or make_accelerator()
     method.accelerator = accelerator
@@ -346,7 +348,9 @@ def train_loop(method: Method, model: torch.nn.Module, optimizer, scheduler, set
         scheduler.load_state_dict(saved["scheduler"])
         state = saved["state"]
     last_good = {"step": state["step"] if saved is not None else None}
-    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    # Not the scheduler: accelerate steps a prepared one num_processes times per step (it assumes every process
+    # reads a batch of its own); here the processes share one batch (Method.shard), so one step is one step.
+    model, optimizer = accelerator.prepare(model, optimizer)
     unwrapped = accelerator.unwrap_model(model)
     trainable = method.trainable_parameters(unwrapped)
     running = float("nan")
