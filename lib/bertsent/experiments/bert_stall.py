@@ -40,6 +40,9 @@ RECIPES = {
                               dict(batch_size=32, learning_rate=1e-3, warmup_ratio=0.06, dropout=0.0, objective="mlm")),
     "lr1e-3_b32_nodrop_L64": ("lr 1e-3, dropout off, length 64 (batch 64: same tokens a step)",
                               dict(batch_size=64, learning_rate=1e-3, warmup_ratio=0.06, dropout=0.0, max_length=64)),
+    "continued_lr1e-3_b32_nodrop": ("the published model continued: lr 1e-3, batch 32, dropout off",
+                                    dict(batch_size=32, learning_rate=1e-3, warmup_ratio=0.06, dropout=0.0,
+                                         init_from="models/bert-mini-wiki")),
 }
 
 

@@ -24,6 +24,7 @@ from ..data.masking import FIRST_WORD_PIECE, mask_tokens, next_token_labels, pai
 from ..data.pretraining_pairs import Instances, corpus_instances
 from ..evaluation.mlm import accuracy_by_position_type, majority_token, masked_positions
 from ..models.bert_pretraining import OBJECTIVES, new_pretraining_model
+from ..paths import REPO_ROOT
 from ..report.tables import write_table
 from .loop import LoopSettings, Method, adamw, decay_parameter_groups, make_accelerator, train_loop, warmup_schedule
 
@@ -54,7 +55,9 @@ class PretrainingConfig:
     data_seed: int = 0  # the pairs drawn from the corpus (cached per value)
     corpus_files: tuple[str, ...] | None = None  # None: every file
     dropout: float = 0.1  # hidden and attention dropout during pre-training (BERT: 0.1); the saved model keeps 0.1
-    init_from: str | None = None  # a saved BertForPreTraining directory to continue from (None: random init)
+    # a saved BertForPreTraining directory to continue from (None: random init); a relative path is read from the
+    # repository's root, so a run's configuration (and key) is the same on every machine
+    init_from: str | None = None
     schedule: str = "linear"  # "linear" warm-up then linear decay to 0 (BERT); "constant" after warm-up
 
     def __post_init__(self):
@@ -266,7 +269,7 @@ def pretrain(output_dir: str | Path, config: PretrainingConfig | None = None, re
     model = new_pretraining_model(config.size, len(tokenizer), config.seed, config.objective, dropout=config.dropout)
     if config.init_from:
         from transformers import AutoModelForPreTraining
-        start = AutoModelForPreTraining.from_pretrained(config.init_from, dtype=torch.float32)
+        start = AutoModelForPreTraining.from_pretrained(REPO_ROOT / config.init_from, dtype=torch.float32)
         missing, unexpected = model.load_state_dict(start.state_dict(), strict=False)
         if unexpected or [m for m in missing if "decoder" not in m]:
             raise ValueError(f"{config.init_from} does not match a {config.size} BERT: missing {missing}, unexpected {unexpected}")
