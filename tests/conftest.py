@@ -12,3 +12,8 @@ def minilm():
     from bertsent.encode.backbones import load_backbone
 
     return load_backbone("all-minilm-l6-v2")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-smoke-fixtures", action="store_true", default=False,
+                     help="rewrite tests/fixtures/smoke_results from this run's smoke outputs (tests/test_book.py)")

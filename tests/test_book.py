@@ -11,19 +11,119 @@ from bertsent.book import ParameterError, load_config, resolve_parameters, run_f
 from bertsent.paths import REPO_ROOT
 
 
+# The smoke profile's outputs, stored: tests/fixtures/smoke_results/<notebook>/<path under results/>.
+SMOKE_FIXTURES = Path(__file__).parent / "fixtures" / "smoke_results"
+# Columns that measure the machine, not the method: left out of the fixtures and of the comparison (with every
+# column named ``seconds...``, ``..._seconds`` or ``...per_second...``).
+VOLATILE_COLUMNS = {"ratio_to_peer", "threads", "torch_threads"}
+RELATIVE_TOLERANCE = 1e-6
+
+
+def _volatile(column: str) -> bool:
+    return (column in VOLATILE_COLUMNS or column.startswith("seconds") or column.endswith("_seconds")
+            or "per_second" in column)
+
+
+def _read_text_table(path: Path) -> pd.DataFrame:
+    table = pd.read_csv(path, dtype=str, keep_default_na=False)
+    return table.drop(columns=[c for c in table.columns if _volatile(c)])
+
+
+def _same_number(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    try:
+        x, y = float(a), float(b)
+    except ValueError:
+        return False
+    return abs(x - y) <= RELATIVE_TOLERANCE * max(abs(x), abs(y))
+
+
+def _smoke_outputs(results: Path) -> dict[str, Path]:
+    """The CSVs a notebook wrote, by path under its results folder (the per-run store ``runs/`` left out)."""
+    return {p.relative_to(results).as_posix(): p for p in sorted(results.rglob("*.csv"))
+            if p.relative_to(results).parts[0] != "runs"}
+
+
+def _store_smoke_fixtures(name: str, outputs: dict[str, Path], fixtures: Path = SMOKE_FIXTURES) -> None:
+    import shutil
+
+    target = fixtures / name
+    shutil.rmtree(target, ignore_errors=True)
+    for relative, path in outputs.items():
+        (target / relative).parent.mkdir(parents=True, exist_ok=True)
+        _read_text_table(path).to_csv(target / relative, index=False)
+
+
+def _compare_with_smoke_fixtures(name: str, outputs: dict[str, Path], fixtures: Path = SMOKE_FIXTURES) -> list[str]:
+    stored = {p.relative_to(fixtures / name).as_posix(): p for p in sorted((fixtures / name).rglob("*.csv"))}
+    problems = [f"{name}: {path} is written but has no stored copy" for path in sorted(set(outputs) - set(stored))]
+    problems += [f"{name}: {path} is stored but no longer written" for path in sorted(set(stored) - set(outputs))]
+    for relative in sorted(set(outputs) & set(stored)):
+        ours, theirs = _read_text_table(outputs[relative]), _read_text_table(stored[relative])
+        if list(ours.columns) != list(theirs.columns) or ours.shape != theirs.shape:
+            problems.append(f"{name}: {relative}: columns or rows differ: {list(ours.columns)} x {len(ours)} now, "
+                            f"{list(theirs.columns)} x {len(theirs)} stored")
+            continue
+        for column in ours.columns:
+            for row, (now, before) in enumerate(zip(ours[column], theirs[column])):
+                if not _same_number(now, before):
+                    problems.append(f"{name}: {relative}, row {row}, {column}: {now!r} now, {before!r} stored")
+    return problems
+
+
 @pytest.mark.parametrize("name", list(load_config()["notebooks"]))
-def test_smoke_run(name, tmp_path):
+def test_smoke_run(name, tmp_path, monkeypatch, request):
+    """Every notebook runs at the smoke profile, and the CSVs it writes equal the stored smoke outputs
+    (``tests/fixtures/smoke_results/<notebook>/``): a refactor that changes a number fails here.
+
+    Numbers are compared to a relative tolerance of 1e-6 (the CSVs hold four decimals, so in effect exactly);
+    text exactly; the columns that time the machine (:func:`_volatile`) not at all. The smoke runs compute
+    in float32 (the smoke profiles use no bf16) on one thread (set here), so that they are deterministic; every run
+    starts from empty run folders (``runs_dir`` / ``run_dir`` in ``tmp_path``), so the training paths run too.
+
+    After a change that is meant to change numbers (and bumps the METHOD_VERSION of the modules it changes),
+    regenerate the fixtures, check them twice, and commit them with the change::
+
+        .venv/bin/python -m pytest tests/test_book.py -k smoke_run --update-smoke-fixtures   # rewrite
+        .venv/bin/python -m pytest tests/test_book.py -k smoke_run                           # reproducible?
+        git add tests/fixtures/smoke_results
+    """
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # inherited by the notebook's kernel: one thread, same sums
+    monkeypatch.setenv("MKL_NUM_THREADS", "1")
+    monkeypatch.setenv("ACCELERATE_MIXED_PRECISION", "no")
     source = REPO_ROOT / load_config()["notebooks"][name]["source"]
-    overrides = {"runs_dir": str(tmp_path / "runs")} if "runs_dir" in book.notebook_parameters(source) else {}
+    declared = book.notebook_parameters(source)
+    overrides = {key: str(tmp_path / key) for key in ("runs_dir", "run_dir") if key in declared}
     executed = run_notebook(name, "smoke", overrides, output=tmp_path / f"{name}.ipynb",
                             results_dir=tmp_path / "results", log=lambda *_: None)
     notebook = nbformat.read(executed, as_version=4)
     errors = [o for c in notebook.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors
-    csvs = list((tmp_path / "results").rglob("*.csv"))
-    assert csvs
-    for csv in csvs:
+    outputs = _smoke_outputs(tmp_path / "results")
+    assert outputs
+    for csv in outputs.values():
         assert len(pd.read_csv(csv)) > 0
+    if request.config.getoption("--update-smoke-fixtures"):
+        _store_smoke_fixtures(name, outputs)
+    problems = _compare_with_smoke_fixtures(name, outputs)
+    assert not problems, ("smoke outputs differ from tests/fixtures/smoke_results (if the change is meant to change "
+                          "numbers, see this test's docstring):\n" + "\n".join(problems[:20]))
+
+
+def test_smoke_comparison_tolerates_only_rounding_noise(tmp_path):
+    assert _same_number("71.2345", "71.2345") and _same_number("0.5", "0.5000004") and _same_number("", "")
+    assert not _same_number("71.2345", "71.2346") and not _same_number("a", "b")
+    written, fixtures = tmp_path / "t.csv", tmp_path / "fixtures"
+    written.write_text("backbone,spearman,seconds,run_seconds,tokens_per_second\nm,71.2345,3.2,4,5\n")
+    _store_smoke_fixtures("nb", {"t.csv": written}, fixtures)
+    assert (fixtures / "nb" / "t.csv").read_text() == "backbone,spearman\nm,71.2345\n"  # times left out
+    written.write_text("backbone,spearman,seconds\nm,71.2345,9.9\n")
+    assert _compare_with_smoke_fixtures("nb", {"t.csv": written}, fixtures) == []
+    written.write_text("backbone,spearman,seconds\nm,71.2399,3.2\n")
+    assert _compare_with_smoke_fixtures("nb", {"t.csv": written}, fixtures) == [
+        "nb: t.csv, row 0, spearman: '71.2399' now, '71.2345' stored"]
+    assert _compare_with_smoke_fixtures("nb", {}, fixtures) == ["nb: t.csv is stored but no longer written"]
 
 
 def test_unknown_parameter_is_refused():
