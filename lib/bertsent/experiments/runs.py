@@ -300,7 +300,9 @@ def pretraining_run(run_dir, config, corpus_dir=None, results_dir=None, cache_di
         result = pretrain(run_dir, config, corpus_dir=corpus_dir, cache_dir=cache_dir, show_progress=False)
         summary = json.loads((Path(run_dir) / "train.json").read_text(encoding="utf-8"))
         history = pd.DataFrame(result.history)
-        dev = "heldout_ltr_accuracy" if config.objective == "ltr" else "heldout_mlm_accuracy"
+        # the masked LM is judged at [MASK] positions only (the pooled accuracy counts copied inputs)
+        dev = ("heldout_ltr_accuracy" if config.objective == "ltr" else
+               "heldout_mlm_mask_accuracy" if "heldout_mlm_mask_accuracy" in history else "heldout_mlm_accuracy")
         train = {**summary, "identity": pretraining_identity(config),
                  "method_versions": path_versions(PRETRAINING_PATH)["modules"],
                  "selection": "none: the final model is kept", "best_step": summary["steps"], "dev_metric": dev,
