@@ -36,9 +36,15 @@ def test_study_table_orders_by_loss_and_compares_with_the_reference():
         "change": ["published", "published", "lr", "lr"], "heldout_mlm_loss": [10.0, 7.2, 10.0, 7.0],
         "heldout_mlm_mask_accuracy": [0, .05, 0, .05], "heldout_mlm_unchanged_accuracy": [0, .3, 0, .4],
         "heldout_mlm_accuracy": [0, .08, 0, .09], "heldout_nsp_accuracy": [.5, .6, .5, .5], "run_seconds": [1, 1, 2, 2]})
-    table = study_table(history)
-    assert list(table["run"]) == ["better", "baseline"]
-    assert table.set_index("run").loc["better", "loss_vs_reference"] == pytest.approx(-0.2)
+    continued = history[history["run"] == "baseline"].assign(run="continued_lr1e-3_b32_nodrop",
+                                                             heldout_mlm_loss=[6.7, 6.6])
+    table = study_table(pd.concat([history, continued]))
+    assert list(table["run"]) == ["better", "baseline", "continued_lr1e-3_b32_nodrop"]  # continued runs last
+    rows = table.set_index("run")
+    assert rows.loc["better", "loss_vs_reference"] == pytest.approx(-0.2)
+    assert not rows.loc["continued_lr1e-3_b32_nodrop", "from_scratch"]
+    assert rows.loc["continued_lr1e-3_b32_nodrop", "loss_change_from_start"] == pytest.approx(-0.1)
+    assert pd.isna(rows.loc["better", "loss_change_from_start"])
 
 
 def test_unigram_entropy_of_a_toy_corpus():

@@ -68,14 +68,21 @@ def study_runs(recipes, runs_dir, tokens: int = STUDY_TOKENS, base_overrides: di
 
 
 def study_table(history: pd.DataFrame, reference: str = "baseline") -> pd.DataFrame:
-    """Each recipe's last evaluation, and its held-out MLM loss against the reference recipe's."""
-    last = history.sort_values("step").groupby("run", sort=False).tail(1).set_index("run")
+    """Each recipe's last evaluation, its held-out MLM loss against the reference recipe's, and for a recipe that
+    continues a trained model (``from_scratch`` False) its change from its own first evaluation. Rows from
+    random initialisation come first, ordered by loss; the continued ones after them."""
+    ordered = history.sort_values("step")
+    last = ordered.groupby("run", sort=False).tail(1).set_index("run")
+    first = ordered.groupby("run", sort=False).head(1).set_index("run")
     columns = ["change", "tokens", "heldout_mlm_loss", "heldout_mlm_mask_accuracy", "heldout_mlm_unchanged_accuracy",
                "heldout_mlm_accuracy", "heldout_nsp_accuracy", "run_seconds"]
     table = last.reindex(columns=columns)
+    table["from_scratch"] = [not RECIPES.get(run, ("", {}))[1].get("init_from") for run in table.index]
     if reference in table.index:
         table["loss_vs_reference"] = table["heldout_mlm_loss"] - table.loc[reference, "heldout_mlm_loss"]
-    return table.sort_values("heldout_mlm_loss").reset_index()
+    change = table["heldout_mlm_loss"] - first["heldout_mlm_loss"].reindex(table.index)
+    table["loss_change_from_start"] = change.where(~table["from_scratch"])
+    return (table.sort_values(["from_scratch", "heldout_mlm_loss"], ascending=[False, True]).reset_index())
 
 
 def unigram_entropy(token_ids: np.ndarray, first_word_piece: int = 0) -> float:
