@@ -373,6 +373,20 @@ def glue_search(model: ModelSource, task: str, learning_rates, data_dir=None, re
     return mark_chosen(pd.DataFrame(rows), task)
 
 
+def published_mlm_tables(target: Path, summary: dict) -> dict:
+    """The masked-LM tables stored beside a published checkpoint (``mlm_accuracy.csv``, ``mlm_probes.csv``), or
+    measured now on its weights (and stored) when absent."""
+    accuracy, probes = target / "mlm_accuracy.csv", target / "mlm_probes.csv"
+    if accuracy.is_file() and probes.is_file():
+        return {"accuracy": pd.read_csv(accuracy), "probes": pd.read_csv(probes)}
+    from ..evaluation.mlm import evaluate_checkpoint
+
+    tables = evaluate_checkpoint(target, files=summary["config"].get("corpus_files"))
+    tables["accuracy"].to_csv(accuracy, index=False)
+    tables["probes"].to_csv(probes, index=False)
+    return tables
+
+
 def publish_run(run: PretrainingRun, target, name: str, glue: pd.DataFrame | None = None,
                 log: Callable[[str], None] = print) -> Path:
     """Publish a pre-training run to ``target`` (:func:`bertsent.experiments.bert_publish.publish_checkpoint`),
@@ -393,7 +407,8 @@ def publish_run(run: PretrainingRun, target, name: str, glue: pd.DataFrame | Non
             log(f"{target.name}: already published from run {run.key}; model card written again, weights kept")
             if summary.get("run_key") != run.key:
                 write_json_atomic(published, {**summary, "run_key": run.key})
-            (target / "README.md").write_text(model_card(name, summary, glue), encoding="utf-8")
+            (target / "README.md").write_text(model_card(name, summary, glue, published_mlm_tables(target, summary)),
+                                              encoding="utf-8")
             return target
     run.model_dir(log)
     publish_checkpoint(run.run_dir, target, name, glue)
