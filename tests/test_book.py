@@ -139,7 +139,7 @@ def test_profiles_only_set_declared_parameters():
     config = load_config()
     for profile in config["profiles"]:
         for name in config["notebooks"]:
-            resolve_parameters(name, profile, config=config)  # raises on a typo in profiles.yml
+            resolve_parameters(name, profile, config=config)  # raises on a typo or a wrong type in profiles.yml
 
 
 def _notebook(name: str) -> Path:
@@ -281,6 +281,7 @@ def test_up_to_date_run_is_reused(monkeypatch, tmp_path):
     config["notebooks"]["layer_pooling"] = {**entry, "output": str(output)}  # absolute: REPO_ROOT / it == it
     monkeypatch.setattr(book, "load_config", lambda *_: config)
     monkeypatch.setattr(book, "RUNS_DIR", tmp_path)
+    monkeypatch.setattr(book, "RERUNS_DIR", tmp_path / "reruns")  # the run with an override goes there
     parameters = resolve_parameters("layer_pooling", "quick", config=config)
     record = {"fingerprint": run_fingerprint(REPO_ROOT / entry["source"], parameters), "profile": "quick",
               "finished": "now", "outputs": []}
@@ -309,3 +310,71 @@ def test_fingerprint_covers_exactly_the_modules_a_notebook_imports():
     assert {"bertsent/encode/encoder.py", "bertsent/encode/pooling.py", "bertsent/encode/__init__.py",
             "bertsent/report/io.py", "bertsent/data/manifest.py", "bertsent/__init__.py"} <= names
     assert not {n for n in names if n.startswith("bertsent/losses") or n == "bertsent/book.py"}
+
+
+def _hashes(paths) -> dict[str, str]:
+    import hashlib
+
+    files = [f for p in paths for f in ([p] if p.is_file() else sorted(p.rglob("*")) if p.is_dir() else [])]
+    return {str(f.relative_to(REPO_ROOT)): hashlib.sha256(f.read_bytes()).hexdigest() for f in files if f.is_file()}
+
+
+def test_smoke_run_leaves_the_book_and_results_alone(tmp_path, monkeypatch, capsys):
+    """A profile other than quick/paper writes to its output folder (default under RERUNS_DIR), never to the
+    book's page, results/ or results/runs/<name>.json, and says where it wrote."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setattr(book, "RERUNS_DIR", tmp_path / "reruns")
+    committed = [REPO_ROOT / load_config()["notebooks"]["layer_pooling"]["output"], REPO_ROOT / "results",
+                 book.RUNS_DIR / "layer_pooling.json"]
+    before = _hashes(committed)
+    assert book.main(["run", "layer_pooling", "--profile", "smoke"]) == 0
+    assert _hashes(committed) == before
+    folder = book.rerun_folder("layer_pooling", "smoke", {})
+    assert folder.parent == tmp_path / "reruns"
+    assert (folder / "layer_pooling.ipynb").is_file() and (folder / "run.json").is_file()
+    assert list((folder / "results").rglob("*.csv"))
+    assert json.loads((folder / "run.json").read_text())["parameters"]["results_dir"] == str(folder / "results")
+    assert str(folder) in capsys.readouterr().out
+
+
+def test_overrides_and_other_profiles_are_not_canonical():
+    assert book.is_canonical("quick", {}) and book.is_canonical("paper", None)
+    assert not book.is_canonical("smoke", {}) and not book.is_canonical("quick", {"max_pairs": 24})
+    assert book.rerun_folder("layer_pooling", "quick", {"max_pairs": 24}) != book.rerun_folder("layer_pooling", "quick", {"max_pairs": 25})
+    assert book.rerun_folder("layer_pooling", "smoke", {}).parent == book.RERUNS_DIR
+
+
+def test_command_line_lists_parse_as_lists():
+    assert book._parse_value('["all-minilm-l6-v2"]') == ["all-minilm-l6-v2"]
+    assert book._parse_value("[all-minilm-l6-v2, glove-6b-50d]") == ["all-minilm-l6-v2", "glove-6b-50d"]
+    assert book._parse_value("['all-minilm-l6-v2']") == ["all-minilm-l6-v2"]
+    assert book._parse_value('{"max_steps": 2}') == {"max_steps": 2}
+    assert book._parse_value("24") == 24 and book._parse_value("stsb_all") == "stsb_all"
+    resolve_parameters("layer_pooling", "smoke", {"backbones": book._parse_value('["all-minilm-l6-v2"]')})
+
+
+@pytest.mark.parametrize("notebook, argv, named", [
+    ("layer_pooling", ["-p", "backbones", "all-minilm-l6-v2"], "'backbones' of layer_pooling: expected a JSON list"),
+    ("layer_pooling", ["-p", "max_pairs", "ten"], "'max_pairs' of layer_pooling: expected an integer"),
+    ("layer_pooling", ["-p", "batch_size", "[8]"], "'batch_size' of layer_pooling: expected an integer"),
+    ("layer_pooling", ["-p", "backbones", '["all-minilm-l6-v2", 3]'], "'backbones' of layer_pooling: expected a JSON list of strings"),
+    ("layer_pooling", ["-p", "batchsize", "8"], "Unknown parameter(s) ['batchsize']"),
+    ("sg_opt_sts", ["-p", "config", '{"max_step": 2}'], "'config' of sg_opt_sts: ['max_step'] not field(s) of SelfGuidedConfig"),
+    ("sg_opt_ablations", ["-p", "config", '{"temprature": 0.1}'], "'config' of sg_opt_ablations: ['temprature'] not field(s) of SelfGuidedConfig"),
+    ("sg_opt_sts", ["-p", "config", '["max_steps"]'], "'config' of sg_opt_sts: expected a JSON object"),
+    ("bert_stall_study", ["-p", "base_overrides", '{"sise": "tiny"}'], "'base_overrides' of bert_stall_study: ['sise'] not field(s) of PretrainingConfig"),
+    ("bert_pretraining", ["-p", "pretraining_overrides", '{"max_step": 5}'], "'pretraining_overrides' of bert_pretraining: ['max_step'] not field(s) of PretrainingConfig"),
+])
+def test_bad_parameter_is_one_line_naming_it_before_any_work(notebook, argv, named, monkeypatch, capsys):
+    import papermill
+
+    def executed(*args, **kwargs):
+        raise AssertionError("executed despite a bad parameter")
+
+    monkeypatch.setattr(papermill, "execute_notebook", executed)
+    assert book.main(["run", notebook, "--profile", "smoke", *argv]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and named in error
+    if "Unknown" not in named:
+        assert "e.g. -p " in error  # an example of a valid value
+

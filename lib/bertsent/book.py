@@ -13,7 +13,8 @@ does not says why. ``--force`` recomputes. Trained runs are reused the same way,
 Command line::
 
     python -m bertsent.book run                              # every notebook, profile quick
-    python -m bertsent.book run layer_pooling -p backbones '["all-minilm-l6-v2"]' --profile paper
+    python -m bertsent.book run layer_pooling -p backbones '["all-minilm-l6-v2"]'   # -> .cache/reruns/...
+    python -m bertsent.book run layer_pooling --profile smoke --output /tmp/lp     # anywhere
     python -m bertsent.book list                             # notebooks, profiles and parameters
 """
 from __future__ import annotations
@@ -29,12 +30,30 @@ from pathlib import Path
 
 import yaml
 
-from .paths import REPO_ROOT, RESULTS_DIR
+from .paths import CACHE_DIR, REPO_ROOT, RESULTS_DIR
 from .report.io import write_json_atomic
 from .versions import code_imports, manifest_digest, method_versions, reached_modules, versions_digest
 
 PROFILES_FILE = REPO_ROOT / "notebooks" / "profiles.yml"
 RUNS_DIR = RESULTS_DIR / "runs"
+# Only these profiles, with no parameter override, write the book's page, results/ and results/runs/<name>.json;
+# any other run goes to an output folder (default: RERUNS_DIR/<name>-<profile>-<hash of the overrides>/).
+CANONICAL_PROFILES = ("quick", "paper")
+RERUNS_DIR = CACHE_DIR / "reruns"
+# Parameters whose default is None, by the type their other values take (the rest: whatever the profiles give).
+NONE_DEFAULT_TYPES = {**dict.fromkeys(("max_pairs", "dev_pairs", "max_fit_sentences", "max_examples"), int),
+                      **dict.fromkeys(("data_dir", "corpus_dir", "results_dir", "runs_dir", "run_dir", "models_dir",
+                                       "publish_as", "trajectory_backbone"), str)}
+# Dict parameters whose keys are the fields of a configuration class (module, class).
+CONFIG_PARAMETERS = {"config": ("bertsent.training.self_guided", "SelfGuidedConfig"),
+                     "pretraining_overrides": ("bertsent.training.pretraining", "PretrainingConfig"),
+                     "base_overrides": ("bertsent.training.pretraining", "PretrainingConfig")}
+_EXAMPLES = {int: "24", float: "0.5", bool: "true", str: "stsb_all", list: '\'["all-minilm-l6-v2"]\'',
+             dict: "'{}'"}
+_ITEM_WORDS = {int: "integers", float: "numbers", bool: "true/false values", str: "strings", list: "lists",
+               dict: "objects"}
+_TYPE_WORDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string", list: "a JSON list",
+               dict: "a JSON object"}
 
 
 class ParameterError(ValueError):
@@ -71,7 +90,80 @@ def resolve_parameters(name: str, profile: str, overrides: dict | None = None, c
             f"Unknown parameter(s) {unknown} for notebook {name!r}. Known: {', '.join(declared)}. "
             f"Fix: check the spelling, or list them with `python -m bertsent.book list`."
         )
+    profile_values = [values.get(name, {}) or {} for values in config["profiles"].values()]
+    for key, value in chosen.items():
+        check_parameter(name, key, value, declared[key], [v[key] for v in profile_values if key in v])
     return {**declared, **chosen}
+
+
+def _type_of(value) -> type | None:
+    """The parameter type a value stands for (None: any)."""
+    for kind in (bool, int, float, str, list, dict):  # bool before int: True is an int
+        if isinstance(value, kind):
+            return kind
+    return None
+
+
+def _fits(value, kind: type) -> bool:
+    if kind is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, kind)
+
+
+def _shown(value) -> str:
+    return f"the string {value!r}" if isinstance(value, str) else json.dumps(value)
+
+
+def check_parameter(notebook: str, key: str, value, default, profile_values=()) -> None:
+    """Refuses (:class:`ParameterError`, one line naming the parameter, the type expected and an example) a value
+    whose type is not its default's (a string for a list, a word for a number), a list whose items are not the
+    default's items' type, and a configuration dict (:data:`CONFIG_PARAMETERS`) with a key that is not a field of
+    its class. ``None`` is accepted except for lists and dicts; a parameter whose default is None takes the type in
+    :data:`NONE_DEFAULT_TYPES`, else that of the profiles' values, else any."""
+    kind = _type_of(default)
+    if kind is None:
+        kind = NONE_DEFAULT_TYPES.get(key) or next((_type_of(v) for v in profile_values if v is not None), None)
+    if kind is None or key == "profile":
+        return
+    if value is None and kind not in (list, dict):
+        return
+    example = json.dumps(default) if kind in (list, dict) and default else _EXAMPLES[kind]
+    if kind in (list, dict) and default:
+        example = f"'{example}'"
+    where = f"parameter {key!r} of {notebook}"
+    if not _fits(value, kind):
+        raise ParameterError(f"{where}: expected {_TYPE_WORDS[kind]}, got {_shown(value)}; "
+                             f"e.g. -p {key} {example}")
+    if kind is list and default:
+        item = _type_of(default[0])
+        if item is not None and all(_fits(d, item) for d in default):
+            wrong = [v for v in value if not _fits(v, item)]
+            if wrong:
+                raise ParameterError(f"{where}: expected a JSON list of {_ITEM_WORDS[item]}, got the item "
+                                     f"{_shown(wrong[0])}; e.g. -p {key} {example}")
+    if kind is dict and key in CONFIG_PARAMETERS:
+        import dataclasses
+        import importlib
+
+        module, cls = CONFIG_PARAMETERS[key]
+        fields = [f.name for f in dataclasses.fields(getattr(importlib.import_module(module), cls))]
+        unknown = sorted(set(value) - set(fields))
+        if unknown:
+            raise ParameterError(f"{where}: {unknown} not field(s) of {cls}; expected a JSON object of {cls} "
+                                 f"fields ({', '.join(fields)}), e.g. -p {key} '{{\"max_steps\": 2}}'")
+
+
+def is_canonical(profile: str, overrides: dict | None) -> bool:
+    """Whether a run writes the book's page, results/ and its run record: a canonical profile, no override."""
+    return profile in CANONICAL_PROFILES and not overrides
+
+
+def rerun_folder(name: str, profile: str, overrides: dict | None) -> Path:
+    """The default output folder of a non-canonical run: ``.cache/reruns/<name>-<profile>-<hash of overrides>``."""
+    digest = hashlib.sha256(json.dumps(overrides or {}, sort_keys=True).encode()).hexdigest()[:8]
+    return RERUNS_DIR / f"{name}-{profile}-{digest}"
 
 
 class _DropLibraryImports(ast.NodeTransformer):
@@ -179,18 +271,29 @@ def _stale_reason(record: dict, inputs: dict, versions: dict) -> str:
 
 
 def run_notebook(name: str, profile: str = "quick", overrides: dict | None = None, force: bool = False,
-                 output: Path | None = None, results_dir: Path | None = None, log=print) -> Path:
+                 output: Path | None = None, results_dir: Path | None = None, log=print,
+                 output_dir: Path | None = None) -> Path:
     """Execute one notebook (or reuse its committed results); returns the executed notebook's path.
 
+    Only a canonical run (:func:`is_canonical`: profile quick or paper, no override, no ``output_dir``) writes the
+    book's page, ``results/`` and ``results/runs/<name>.json``. Any other run goes to ``output_dir`` (default
+    :func:`rerun_folder`): ``<output_dir>/<name>.ipynb``, ``<output_dir>/results/`` and ``<output_dir>/run.json``.
     With ``output``/``results_dir`` given (tests, experiments), the run goes there and is not recorded.
     """
     import papermill
 
     config = load_config()
-    parameters = resolve_parameters(name, profile, overrides, config)  # rejects unknown names first
+    parameters = resolve_parameters(name, profile, overrides, config)  # checks names and types first
     entry = config["notebooks"][name]
     source = REPO_ROOT / entry["source"]
-    canonical = output is None and results_dir is None
+    canonical = output is None and results_dir is None and output_dir is None and is_canonical(profile, overrides)
+    if not canonical and output is None and results_dir is None:
+        output_dir = Path(output_dir) if output_dir else rerun_folder(name, profile, overrides)
+        output = output_dir / f"{name}.ipynb"
+        if not (overrides or {}).get("results_dir"):
+            results_dir = output_dir / "results"
+        if "models_dir" in parameters and not (overrides or {}).get("models_dir"):
+            parameters["models_dir"] = str(output_dir / "models")  # a published checkpoint stays there too
     output = Path(output) if output else REPO_ROOT / entry["output"]
     if results_dir is not None:
         parameters["results_dir"] = str(results_dir)
@@ -205,7 +308,8 @@ def run_notebook(name: str, profile: str = "quick", overrides: dict | None = Non
             log(f"{name}: up to date (profile {record['profile']}, run {record['finished']}); reusing its results")
             return output
         log(f"{name}: out of date: {_stale_reason(record, inputs, versions) if outputs_present else 'its outputs are missing'}")
-    log(f"{name}: running {entry['source']} with profile {profile} -> {output.relative_to(REPO_ROOT) if output.is_relative_to(REPO_ROOT) else output}")
+    shown = output.relative_to(REPO_ROOT) if output.is_relative_to(REPO_ROOT) else output
+    log(f"{name}: running {entry['source']} with profile {profile} -> {shown}")
     output.parent.mkdir(parents=True, exist_ok=True)
     started = time.time()
     tmp_output = output.with_suffix(".running.ipynb")  # kept for inspection if a cell fails
@@ -213,18 +317,26 @@ def run_notebook(name: str, profile: str = "quick", overrides: dict | None = Non
                                kernel_name="python3", progress_bar=False)
     os.replace(tmp_output, output)
     seconds = time.time() - started
-    if canonical:
+    if canonical or output_dir is not None:
         import torch, transformers
 
-        written = sorted(str(p.relative_to(REPO_ROOT)) for p in _outputs_of(output))
-        write_json_atomic(record_path, {
+        record = {
             "notebook": name, "profile": profile, "parameters": parameters, "fingerprint": fingerprint,
-            "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "seconds": round(seconds, 1), "outputs": written,
+            "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "seconds": round(seconds, 1),
+            "outputs": sorted(str(p.relative_to(REPO_ROOT)) for p in _outputs_of(output)),
             "inputs": inputs, "method_versions": versions,
             "library_files": [str(p.relative_to(REPO_ROOT)) for p in library_files(source)],
             "versions": {"python": sys.version.split()[0], "torch": torch.__version__, "transformers": transformers.__version__},
-        })
+        }
+        if canonical:
+            write_json_atomic(record_path, record)
+        else:
+            record["overrides"] = overrides or {}
+            write_json_atomic(output_dir / "run.json", record)
     log(f"{name}: done in {seconds:.0f} s")
+    if output_dir is not None:
+        log(f"{name}: not a canonical run (profiles {' and '.join(CANONICAL_PROFILES)} without -p): the book's page, "
+            f"results/ and results/runs/ are untouched; wrote {output_dir}/ ({output.name}, results/, run.json)")
     return output
 
 
@@ -242,10 +354,23 @@ def _outputs_of(executed: Path) -> list[Path]:
 
 
 def _parse_value(text: str):
+    """A ``-p`` value: JSON (``'["a", "b"]'``, ``24``, ``null``); a list or object also as YAML (``[a, b]``) or a
+    Python literal (``"['a']"``); anything else is a bare string."""
     try:
         return json.loads(text)
     except json.JSONDecodeError:
-        return text
+        pass
+    if text.strip()[:1] in ("[", "{"):
+        try:
+            return ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            pass
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError:
+            raise ParameterError(f"-p value {text!r} is neither a JSON list nor a JSON object; "
+                                 f"e.g. '[\"all-minilm-l6-v2\"]' or '{{\"max_steps\": 2}}'") from None
+    return text
 
 
 def main(argv=None) -> int:
@@ -257,6 +382,10 @@ def main(argv=None) -> int:
     run.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                      help="override a parameter; VALUE is JSON (strings may be bare)")
     run.add_argument("--force", action="store_true", help="recompute even if committed results are up to date")
+    run.add_argument("--output", type=Path, default=None, metavar="DIR",
+                     help="write the executed notebook, its results/ and run.json here (default for a profile other "
+                          "than quick/paper or any -p: .cache/reruns/<name>-<profile>-<hash>/); the book, results/ "
+                          "and results/runs/ are written only by quick/paper runs without -p or --output")
     sub.add_parser("list", help="show notebooks, profiles and parameters")
     args = parser.parse_args(argv)
     config = load_config()
@@ -269,10 +398,17 @@ def main(argv=None) -> int:
             print(f"profile {profile}: {json.dumps(values)}")
         return 0
     names = args.notebooks or list(config["notebooks"])
-    overrides = {key: _parse_value(value) for key, value in args.parameter}
     try:
+        overrides = {key: _parse_value(value) for key, value in args.parameter}
+        for name in names:  # every notebook's parameters are checked before any runs
+            resolve_parameters(name, args.profile, overrides, config)
+        if args.output is not None and len(names) > 1:
+            raise ParameterError("--output takes one notebook (name it), not several")
         for name in names:
-            run_notebook(name, args.profile, overrides, force=args.force)
+            output_dir = args.output
+            if output_dir is None and not is_canonical(args.profile, overrides):
+                output_dir = rerun_folder(name, args.profile, overrides)
+            run_notebook(name, args.profile, overrides, force=args.force, output_dir=output_dir)
     except ParameterError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
