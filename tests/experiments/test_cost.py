@@ -1,5 +1,6 @@
 import json
 import time
+import types
 
 import pytest
 
@@ -31,3 +32,31 @@ def test_training_cost_reads_a_finished_run(tmp_path):
     (tmp_path / "train.json").write_text(json.dumps(
         {"backbone": "b", "config": {"loss": "opt3"}, "sentences": 100, "step": 7, "seconds": 14.0, "torch_threads": 2}))
     assert training_cost(tmp_path)["threads"] == 2
+
+
+class _FakeEncoder:
+    """Records what it encodes and returns pooled vectors as the encoder does: ``vectors[pooling][layer]``."""
+
+    def __init__(self, name, calls):
+        self.name, self.calls = name, calls
+
+    def encode(self, sentences, poolings):
+        self.calls.append((self.name, tuple(sentences), tuple(poolings)))
+        return types.SimpleNamespace(vectors={p: [None, [len(s) for s in sentences]] for p in poolings})
+
+
+def test_timing_readouts_embed_with_the_right_model_and_pooling():
+    from bertsent.experiments.cost import timing_readouts
+
+    calls = []
+    untrained, trained = _FakeEncoder("untrained", calls), _FakeEncoder("trained", calls)
+    whitening = types.SimpleNamespace(transform=lambda vectors: [2 * v for v in vectors])
+    readouts = timing_readouts(untrained, whitening)
+    assert list(readouts) == ["mean", "cls", "whitening"]
+    assert readouts["whitening"](["ab", "c"]) == [4, 2]  # the last layer's mean vectors, transformed
+    readouts["cls"](["x"])
+    assert calls == [("untrained", ("ab", "c"), ("mean",)), ("untrained", ("x",), ("cls",))]
+    with_trained = timing_readouts(untrained, whitening, trained)
+    assert list(with_trained) == ["mean", "cls", "whitening", "sg_opt"]
+    with_trained["sg_opt"](["y"])
+    assert calls[-1] == ("trained", ("y",), ("cls",))

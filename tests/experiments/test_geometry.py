@@ -24,3 +24,13 @@ def test_geometry_claims_are_directions_read_against_the_untrained_cls():
     lent = geometry_claims(geometry, ["m"], ["sg_opt"], spreads={"anisotropy": Spread(0.05, 3, "test"),
                                                                  "uniformity": Spread(0.05, 3, "test")})
     assert lent.set_index("quantity")["verdict"].to_dict() == {"anisotropy": "within noise", "uniformity": "reproduced"}
+
+
+def test_geometry_row_finds_one_readout_or_none():
+    from bertsent.experiments.geometry import geometry_row
+
+    geometry = pd.DataFrame([("m", "cls", 0.56), ("m", "mean", 0.02), ("n", "cls", 0.9)],
+                            columns=["backbone", "method", "anisotropy"])
+    assert geometry_row(geometry, "m", "mean")["anisotropy"] == 0.02
+    assert geometry_row(geometry, "n", "cls")["anisotropy"] == 0.9
+    assert geometry_row(geometry, "m", "sg") is None and geometry_row(geometry, "absent", "cls") is None

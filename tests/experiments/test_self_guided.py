@@ -163,3 +163,24 @@ def test_domain_changes_are_source_minus_reference_per_backbone_and_method():
     assert robust["our_effect"] == pytest.approx(0.0) and robust["paper_effect"] == pytest.approx(10.33)
     assert robust["verdict"] == "within noise" and robust["method"] == "sg_opt vs whitening"
     assert "sg" not in set(claims["method"])  # trained on one set only
+
+
+def test_trained_pairs_default_to_every_method_on_every_set():
+    from bertsent.experiments.self_guided import trained_pairs
+
+    runs = {"big": [["sg_opt", "stsb_train"]]}
+    assert trained_pairs(runs, "big", ["sg", "sg_opt"], ["a", "b"]) == [["sg_opt", "stsb_train"]]
+    assert trained_pairs(runs, "small", ["sg", "sg_opt"], ["a", "b"]) == [("sg", "a"), ("sg", "b"),
+                                                                           ("sg_opt", "a"), ("sg_opt", "b")]
+    assert trained_pairs({}, "small", ["sg"], []) == []
+
+
+def test_labelled_scores_mark_untrained_readouts_with_dashes():
+    from bertsent.experiments.self_guided import labelled_scores
+
+    scores = pd.DataFrame({"dataset": ["stsb", "sickr"], "aggregation": "all", "spearman": [70.0, 60.0]})
+    untrained = labelled_scores(scores, "m", "cls")
+    assert untrained[["backbone", "method", "train_data", "seed"]].drop_duplicates().values.tolist() == [["m", "cls", "-", "-"]]
+    trained = labelled_scores(scores, "m", "sg_opt", "stsb_all", 42)
+    assert trained["seed"].tolist() == [42, 42] and (trained["train_data"] == "stsb_all").all()
+    assert trained["spearman"].tolist() == [70.0, 60.0] and "backbone" not in scores  # the input is left alone

@@ -51,3 +51,24 @@ def test_figure1_checks_on_a_hand_made_grid():
     assert checks["last_cls"] == 70.0 and checks["last_cls_rank"] == 2 and checks["cells"] == 14
     assert checks["best_shallow"] == {"layer": 1, "pooling": "max", "spearman": 65.0}
     assert checks["cls_weakest_layers"] == 2 and checks["cls_layers"] == 4  # layers 1 and 2; at 3 max is lower
+
+
+def test_baseline_table_is_one_row_per_readout_with_the_average_of_seven():
+    from bertsent.experiments.sts_tables import baseline_table
+
+    sets = ["stsb", "sickr", "sts12", "sts13", "sts14", "sts15", "sts16"]
+    rows = [(b, m, d, a, base + k + (a == "wmean"))
+            for b, m, base in [("g", "glove_mean", 50.0), ("t", "cls", 30.0), ("t", "mean", 60.0)]
+            for k, d in enumerate(sets) for a in ("all", "wmean")]
+    scores = pd.DataFrame(rows, columns=["backbone", "method", "dataset", "aggregation", "spearman"])
+    table = baseline_table(scores, "all", sets)
+    assert list(table.index) == [("g", "glove_mean"), ("t", "cls"), ("t", "mean")]  # in the order of the rows
+    assert list(table.columns) == [*sets, "avg"]
+    assert table.loc[("t", "mean"), "sts12"] == 62.0 and table.loc[("t", "mean"), "avg"] == 63.0
+    assert baseline_table(scores, "wmean", sets).loc[("g", "glove_mean"), "avg"] == 54.0
+    # a dataset missing for one readout: its average is NaN, never a partial one
+    partial = baseline_table(scores.drop(index=scores.index[(scores["method"] == "cls") & (scores["dataset"] == "sts16")]),
+                             "all", sets)
+    assert math.isnan(partial.loc[("t", "cls"), "avg"]) and partial.loc[("t", "mean"), "avg"] == 63.0
+    # fewer than seven datasets: no average column, columns in the order asked
+    assert list(baseline_table(scores, "all", ["sts13", "stsb"]).columns) == ["sts13", "stsb"]

@@ -9,9 +9,13 @@ import json
 import statistics
 import time
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import pandas as pd
+
+if TYPE_CHECKING:
+    from ..encode.encoder import Encoder
+    from ..encode.whitening import Whitening
 
 METHOD_VERSION = 1  # bump when the maths changes
 
@@ -47,6 +51,32 @@ def inference_times(readouts: dict[str, Callable[[list[str]], object]], sentence
     seconds = {name: statistics.median(values) for name, values in times.items()}
     return pd.DataFrame([{"readout": name, "seconds": value, "ratio_to_peer": value / seconds[peer],
                           "sentences": len(sentences), "repeats": repeats} for name, value in seconds.items()])
+
+
+def timing_readouts(untrained: Encoder, whitening: Whitening, trained: Encoder | None = None
+                     ) -> dict[str, Callable[[list[str]], object]]:
+    """The readouts whose inference time is measured, for :func:`inference_times`, in the order they are timed.
+
+    ``mean`` and ``cls``: the untrained backbone's last-layer poolings (encoded by ``untrained``); ``whitening``:
+    its mean vectors transformed by ``whitening`` (fitted beforehand, so fitting is not timed); ``sg_opt``, only
+    with a ``trained`` encoder: that model's [CLS]. Each embeds the sentences it is given, as an evaluation does.
+    """
+    def mean(sentences):
+        return untrained.encode(sentences, ["mean"])
+
+    def cls(sentences):
+        return untrained.encode(sentences, ["cls"])
+
+    def whitened(sentences):
+        return whitening.transform(untrained.encode(sentences, ["mean"]).vectors["mean"][-1])
+
+    readouts = {"mean": mean, "cls": cls, "whitening": whitened}
+    if trained is not None:
+        def sg_opt(sentences):
+            return trained.encode(sentences, ["cls"])
+
+        readouts["sg_opt"] = sg_opt
+    return readouts
 
 
 def training_cost(run_dir: str | Path) -> dict:

@@ -102,6 +102,12 @@ def readout_spectrum(readout: Readout, sentences: list[str], top: int = 100) -> 
                          "index": np.arange(1, len(values) + 1), "singular_value": values})
 
 
+def geometry_row(geometry: pd.DataFrame, backbone: str, method: str) -> pd.Series | None:
+    """The first row of the ``geometry`` table (``isotropy/methods.csv``) for (backbone, method); None if absent."""
+    match = geometry[(geometry["backbone"] == backbone) & (geometry["method"] == method)]
+    return match.iloc[0] if len(match) else None
+
+
 def geometry_trajectory(backbone: str, train_data: str, config: SelfGuidedConfig, dataset: STSDataset,
                         dev: STSDataset, data_dir=None, runs_dir: Path | None = None) -> pd.DataFrame:
     """Train SG / SG-OPT recording ``dataset``'s geometry at every evaluation (or reuse a finished recording).

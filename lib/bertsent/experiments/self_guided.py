@@ -60,6 +60,20 @@ def trained_scores(backbone: str, train_data: str, config: SelfGuidedConfig, dat
                       data_dir, dev, runs_dir, results_dir)
 
 
+def trained_pairs(trained_runs: dict[str, list], backbone: str, methods: list[str],
+                  train_data: list[str]) -> list:
+    """The (method, train_data) pairs to train on ``backbone``: its own list in ``trained_runs`` when it has one,
+    otherwise every method of ``methods`` on every set of ``train_data`` (method by method)."""
+    return trained_runs.get(backbone, [(method, data) for method in methods for data in train_data])
+
+
+def labelled_scores(scores: pd.DataFrame, backbone: str, method: str, train_data: str = "-",
+                    seed: object = "-") -> pd.DataFrame:
+    """``scores`` (dataset, aggregation, spearman rows) labelled with the run that produced them, as in
+    ``sts_main.csv``; ``"-"`` marks an untrained readout's train_data and seed."""
+    return scores.assign(backbone=backbone, method=method, train_data=train_data, seed=seed)
+
+
 def score_encoder(encoder: Encoder, datasets: dict[str, STSDataset], pooling: str = "cls", layer: int = -1,
                   transform=None) -> pd.DataFrame:
     """Spearman x 100 of one readout (pooling, layer, optional vector transform) on every dataset and aggregation."""

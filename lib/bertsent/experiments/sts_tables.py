@@ -80,6 +80,19 @@ def sts_average(table: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return table.groupby(by + ["aggregation"], sort=False)["spearman"].agg(mean_of_seven).reset_index()
 
 
+def baseline_table(scores: pd.DataFrame, aggregation: str, datasets: list[str]) -> pd.DataFrame:
+    """The baselines table: one row per (backbone, method), one column per dataset of ``datasets`` in that order,
+    and the seven-set ``avg`` when all seven are there (NaN for a group missing one, see :func:`sts_average`).
+
+    ``scores``: columns backbone, method, dataset, aggregation, spearman (``sts_baselines.csv``).
+    """
+    rows = scores[scores["aggregation"] == aggregation]
+    table = rows.pivot_table(index=["backbone", "method"], columns="dataset", values="spearman", sort=False)[datasets]
+    if len(datasets) == 7:
+        table["avg"] = sts_average(rows, ["backbone", "method"]).set_index(["backbone", "method"])["spearman"]
+    return table
+
+
 def layer_pooling_grid(table: pd.DataFrame, dataset: str = "stsb", aggregation: str = "all") -> pd.DataFrame:
     """``layer x pooling`` grid for one dataset, or for ``dataset="avg"`` the mean over the seven STS sets."""
     rows = table[table["aggregation"] == aggregation]
