@@ -40,3 +40,9 @@ def test_glue_claims_are_read_against_the_dev_set_noise():
     assert "277 dev examples" in checks.loc["RTE", "noise_source"]
     reverse = compare_rows(scores, searches, "small", "big").set_index("task")
     assert reverse.loc["RTE", "verdict"] == "not reproduced"
+
+
+def test_run_label_names_size_and_objective():
+    from bertsent.experiments.bert_ablations import run_label
+
+    assert run_label("tiny", "mlm_nsp") == "tiny mlm_nsp"

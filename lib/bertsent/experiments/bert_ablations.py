@@ -26,6 +26,11 @@ def ablation_config(size: str, objective: str, steps: int, profile: str = "cpu",
                                 "eval_every": max(1, steps // evaluations), **overrides})
 
 
+def run_label(size: str, objective: str) -> str:
+    """The name of an ablation row in the page's tables, e.g. ``tiny mlm_nsp``."""
+    return f"{size} {objective}"
+
+
 def ablation_run_dir(root: str | Path, size: str, objective: str, steps: int) -> Path:
     return Path(root) / f"ablation-{size}-{objective}-{steps}"
 
