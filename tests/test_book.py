@@ -182,19 +182,6 @@ def test_fingerprint_follows_parameters_and_code_cells_only(tmp_path):
         assert run_fingerprint(_edited_copy(source, tmp_path / f"{edit.__name__}.ipynb", edit), {"a": 1}) == base
 
 
-@pytest.fixture
-def library_copy(tmp_path, monkeypatch):
-    """A copy of lib/ that the fingerprints read instead of the real one (edit it freely)."""
-    import shutil
-
-    from bertsent import versions
-
-    copy = tmp_path / "lib"
-    shutil.copytree(REPO_ROOT / "lib" / "bertsent", copy / "bertsent", ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(versions, "LIBRARY_DIR", copy)
-    return copy / "bertsent"
-
-
 def _fingerprints() -> dict[str, str]:
     config = load_config()
     return {name: run_fingerprint(_notebook(name), resolve_parameters(name, "quick", config=config))

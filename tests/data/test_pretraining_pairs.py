@@ -2,7 +2,7 @@
 import numpy as np
 
 from bertsent.data.pretraining_pairs import (
-    Instances, TokenizedShard, create_instances, majority_baseline, tokenize_documents,
+    TokenizedShard, create_instances, tokenize_documents,
 )
 
 
@@ -45,9 +45,3 @@ def test_tokenized_shard_keeps_sentence_and_document_boundaries(minilm):
     assert shard.n_documents == 2
     assert [minilm.tokenizer.decode(s) for s in shard.document(0)] == ["one sentence.", "two sentences here."]
     assert [minilm.tokenizer.decode(s) for s in shard.document(1)] == ["another document.", "with two paragraphs!"]
-
-
-def test_majority_baseline_is_the_share_of_the_most_frequent_token():
-    made = Instances(np.array([5, 7, 7, 9, 7, 5], dtype=np.uint16), np.array([0, 3, 6]), np.array([1, 2]),
-                     np.array([True, False]))
-    assert majority_baseline(made) == (7, 0.5)

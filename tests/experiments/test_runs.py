@@ -25,14 +25,6 @@ def test_run_id_depends_on_every_setting():
     assert run_id("m", "stsb_all", base, dev_pairs=24) != run_id("m", "stsb_all", base, dev_pairs=1500)
 
 
-@pytest.fixture
-def library_copy(tmp_path, monkeypatch):
-    copy = tmp_path / "lib"
-    shutil.copytree(REPO_ROOT / "lib" / "bertsent", copy / "bertsent", ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(versions, "LIBRARY_DIR", copy)
-    return copy / "bertsent"
-
-
 def _bump(module: Path) -> None:
     module.write_text(module.read_text().replace("METHOD_VERSION = 1", "METHOD_VERSION = 2"))
 

@@ -243,10 +243,3 @@ def corpus_instances(tokenizer, split: str, files=None, max_length: int = 128, s
     files = list(files or CORPUS_FILES)
     return Instances.concatenate([shard_instances(f, tokenizer, split, max_length, seed, next_sentence,
                                                   corpus_dir, cache_dir) for f in files])
-
-
-def majority_baseline(instances: Instances) -> tuple[int, float]:
-    """The most frequent token of a set of pairs and its share of their tokens: the masked-LM accuracy of
-    always guessing it (masked positions are drawn uniformly from the non-special tokens), the floor to beat."""
-    counts = np.bincount(instances.tokens.astype(np.int64))
-    return int(counts.argmax()), float(counts.max() / counts.sum())

