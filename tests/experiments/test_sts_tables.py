@@ -1,6 +1,7 @@
 import math
 
 import pandas as pd
+import pytest
 
 from bertsent.encode.encoder import Encoder
 from bertsent.experiments.sts_tables import (LAYER_POOLING_COLUMNS, baseline_scores, grid_extremes, layer_pooling_grid,
@@ -52,6 +53,18 @@ def test_figure1_checks_on_a_hand_made_grid():
     assert checks["best_shallow"] == {"layer": 1, "pooling": "max", "spearman": 65.0}
     assert checks["cls_weakest_layers"] == 2 and checks["cls_layers"] == 4  # layers 1 and 2; at 3 max is lower
 
+
+
+def test_figure1_checks_reads_a_causal_backbones_last_token_as_its_cls():
+    from bertsent.experiments.sts_tables import figure1_checks
+
+    grid = pd.DataFrame({"last": [float("nan"), 10.0, 20.0, 30.0, 70.0],
+                         "mean": [50.0, 40.0, 45.0, 55.0, 80.0]}, index=range(5))
+    checks = figure1_checks(grid, sentence_pooling="last")
+    assert checks["last_cls"] == 70.0 and checks["last_cls_rank"] == 2
+    assert checks["cls_weakest_layers"] == 4 and checks["cls_layers"] == 4
+    with pytest.raises(ValueError, match="sentence_pooling"):
+        figure1_checks(grid)  # no [CLS] column: the caller must name the readout
 
 def test_baseline_table_is_one_row_per_readout_with_the_average_of_seven():
     from bertsent.experiments.sts_tables import baseline_table

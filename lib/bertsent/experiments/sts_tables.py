@@ -113,17 +113,21 @@ def grid_extremes(grid: pd.DataFrame) -> dict[str, dict]:
     }
 
 
-def figure1_checks(grid: pd.DataFrame, shallow_layers=(1, 2, 3)) -> dict:
+def figure1_checks(grid: pd.DataFrame, shallow_layers=(1, 2, 3), sentence_pooling: str = "cls") -> dict:
     """What a layer x pooling grid says about the two claims of the SG-OPT paper's Figure 1.
 
     Claim 1, the spread: best and worst defined cells. Claim 2, the obvious readout is poor: the rank of the
     last layer's [CLS] among all defined cells (1 = best), the best shallow-layer cell, and at how many layers
-    [CLS] is the weakest pooling.
+    [CLS] is the weakest pooling. ``sentence_pooling``: the readout that stands for [CLS] (``"last"`` for a causal
+    backbone: :func:`~bertsent.encode.causal_pooling.sentence_token_pooling`); the keys keep the name ``cls``.
     """
+    if sentence_pooling not in grid.columns:
+        raise ValueError(f"The grid has no {sentence_pooling!r} column (it has {', '.join(grid.columns)}); pass the "
+                         "backbone's sentence readout as sentence_pooling.")
     cells = grid.stack().dropna()
-    last_cls = float(grid.loc[grid.index.max(), "cls"])
+    last_cls = float(grid.loc[grid.index.max(), sentence_pooling])
     shallow = grid.loc[list(shallow_layers)].stack().dropna()
-    defined_cls = grid["cls"].dropna().index
+    defined_cls = grid[sentence_pooling].dropna().index
     return {
         **grid_extremes(grid),
         "spread": float(cells.max() - cells.min()),
@@ -131,6 +135,6 @@ def figure1_checks(grid: pd.DataFrame, shallow_layers=(1, 2, 3)) -> dict:
         "last_cls_rank": int((cells > last_cls).sum()) + 1,
         "cells": len(cells),
         "best_shallow": {"layer": int(shallow.idxmax()[0]), "pooling": shallow.idxmax()[1], "spearman": float(shallow.max())},
-        "cls_weakest_layers": int((grid.loc[defined_cls].idxmin(axis=1) == "cls").sum()),
+        "cls_weakest_layers": int((grid.loc[defined_cls].idxmin(axis=1) == sentence_pooling).sum()),
         "cls_layers": len(defined_cls),
     }
