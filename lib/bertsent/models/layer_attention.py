@@ -48,6 +48,7 @@ rows keep the MLP of eqs. 4-5 and drop only the [CLS] input).
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -206,3 +207,30 @@ class LayerAttentionModel(nn.Module):
             raise ValueError(f"Unknown fixed readout {which!r}. Known: {', '.join(FIXED_POOLINGS)}.")
         s, t = self.readouts(input_ids, attention_mask)
         return fixed_pooling(s, t, which)
+
+
+@torch.no_grad()
+def encode_sentences(model: LayerAttentionModel, tokenizer, sentences: list[str], batch_size: int = 64,
+                     max_length: int = 64, readout: str | None = None):
+    """Sentence vectors (numpy, float32) of ``model`` in eval mode, in input order (its mode is restored).
+    ``readout``: ``None`` the pooler's output; ``cls_last`` / ``mean_last`` / ``cls_mean_last`` the encoder's
+    fixed readout with the pooler removed."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    order = np.argsort([-len(s) for s in sentences], kind="stable")  # similar lengths together: less padding
+    out = [None] * len(sentences)
+    for start in range(0, len(sentences), batch_size):
+        ids = order[start:start + batch_size]
+        batch = tokenizer([sentences[i] for i in ids], padding=True, truncation=True, max_length=max_length,
+                          return_tensors="pt").to(device)
+        if readout is None:
+            vectors = model(batch["input_ids"], batch["attention_mask"])
+        else:
+            vectors = model.fixed_readout(batch["input_ids"], batch["attention_mask"], readout)
+        for i, row in zip(ids, vectors.float().cpu().numpy()):
+            out[i] = row
+    model.train(was_training)
+    if not sentences:
+        return np.zeros((0, model.pooler.output_dim), dtype=np.float32)
+    return np.stack(out).astype(np.float32)
