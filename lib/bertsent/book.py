@@ -16,6 +16,8 @@ Command line::
     python -m bertsent.book run layer_pooling -p backbones '["all-minilm-l6-v2"]'   # -> .cache/reruns/...
     python -m bertsent.book run layer_pooling --profile smoke --output /tmp/lp     # anywhere
     python -m bertsent.book list                             # notebooks, profiles and parameters
+    python -m bertsent.book status                           # which committed pages are up to date (runs nothing)
+    python -m bertsent.book tidy [NAME ...] [--skip NAME]    # hide set-up code, drop stderr (no re-execution)
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ import yaml
 
 from .paths import CACHE_DIR, REPO_ROOT, RESULTS_DIR
 from .report.io import write_json_atomic
+from .report.pages import tidy_page
 from .versions import code_imports, manifest_digest, method_versions, reached_modules, versions_digest
 
 PROFILES_FILE = REPO_ROOT / "notebooks" / "profiles.yml"
@@ -315,6 +318,7 @@ def run_notebook(name: str, profile: str = "quick", overrides: dict | None = Non
     tmp_output = output.with_suffix(".running.ipynb")  # kept for inspection if a cell fails
     papermill.execute_notebook(str(source), str(tmp_output), parameters=parameters, cwd=str(REPO_ROOT),
                                kernel_name="python3", progress_bar=False)
+    tidy_page(tmp_output)  # tags that hide set-up code, no stderr or progress bars (sources stay as they are)
     os.replace(tmp_output, output)
     seconds = time.time() - started
     if canonical or output_dir is not None:
@@ -338,6 +342,26 @@ def run_notebook(name: str, profile: str = "quick", overrides: dict | None = Non
         log(f"{name}: not a canonical run (profiles {' and '.join(CANONICAL_PROFILES)} without -p): the book's page, "
             f"results/ and results/runs/ are untouched; wrote {output_dir}/ ({output.name}, results/, run.json)")
     return output
+
+
+def page_status(name: str, config: dict | None = None) -> tuple[bool, str]:
+    """Whether the committed page ``name`` is up to date, without running anything: its run record's fingerprint
+    against the one its source, recorded parameters, data manifest and method versions give now, and its
+    outputs present. Returns (up to date, in words)."""
+    config = config or load_config()
+    entry = config["notebooks"][name]
+    source, output = REPO_ROOT / entry["source"], REPO_ROOT / entry["output"]
+    record_path = RUNS_DIR / f"{name}.json"
+    if not record_path.is_file():
+        return False, "no run record"
+    record = json.loads(record_path.read_text())
+    inputs = page_inputs(source, record.get("parameters", {}))
+    fingerprint = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
+    if not (output.is_file() and all((REPO_ROOT / p).is_file() for p in record.get("outputs", []))):
+        return False, "its outputs are missing"
+    if record.get("fingerprint") != fingerprint:
+        return False, _stale_reason(record, inputs, method_versions(notebook_modules(source)))
+    return True, f"up to date (profile {record['profile']}, run {record['finished']})"
 
 
 def _outputs_of(executed: Path) -> list[Path]:
@@ -387,8 +411,32 @@ def main(argv=None) -> int:
                           "than quick/paper or any -p: .cache/reruns/<name>-<profile>-<hash>/); the book, results/ "
                           "and results/runs/ are written only by quick/paper runs without -p or --output")
     sub.add_parser("list", help="show notebooks, profiles and parameters")
+    sub.add_parser("status", help="say which committed pages are up to date (runs nothing)")
+    tidy = sub.add_parser("tidy", help="tag and clean committed pages as a run does, without re-executing them")
+    tidy.add_argument("notebooks", nargs="*", help="names from notebooks/profiles.yml (default: all)")
+    tidy.add_argument("--skip", action="append", default=[], metavar="NAME", help="leave this page alone")
     args = parser.parse_args(argv)
     config = load_config()
+    if args.command == "status":
+        stale = 0
+        for name in config["notebooks"]:
+            fresh, words = page_status(name, config)
+            stale += not fresh
+            print(f"{name}: {words}")
+        return 1 if stale else 0
+    if args.command == "tidy":
+        for name in args.notebooks or list(config["notebooks"]):
+            if name in args.skip:
+                print(f"{name}: skipped")
+                continue
+            output = REPO_ROOT / config["notebooks"][name]["output"]
+            if not output.is_file():
+                print(f"{name}: no page at {output.relative_to(REPO_ROOT)}")
+                continue
+            counts = tidy_page(output)
+            print(f"{name}: {counts['removed']} cell(s) removed, {counts['hidden']} input(s) hidden, "
+                  f"{counts['outputs']} output(s) cleaned" if any(counts.values()) else f"{name}: already tidy")
+        return 0
     if args.command == "list":
         for name, entry in config["notebooks"].items():
             print(f"{name}: {entry['source']} -> {entry['output']}")
