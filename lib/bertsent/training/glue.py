@@ -9,6 +9,10 @@ paper's dev-set tables); say so wherever a score is shown.
 
 The classifier on top of BERT is :func:`bertsent.models.classifiers.sequence_classifier` (a left-to-right
 model reads its last token instead of [CLS]; see that module).
+
+What is trained beyond the recipe plugs in as a :class:`GlueObjective` (``finetune_glue(..., objective=...)``):
+extra loss terms, extra heads (the objective builds the model), its own backward pass (a gradient check between
+terms) and per-step history columns. Without one, fine-tuning is the recipe, number for number.
 """
 from __future__ import annotations
 
@@ -88,24 +92,29 @@ def _model_digest(model_path: str) -> str:
 
 def finetune_glue(model_path: str, task: str, config: GlueConfig | None = None, data_dir=None,
                   show_progress: bool = False, cache_dir: str | Path | None = None,
-                  history: list | None = None) -> dict:
+                  history: list | None = None, objective: GlueObjective | None = None) -> dict:
     """Fine-tune the BERT at ``model_path`` on ``task``'s training set; return its dev metrics and costs.
 
     ``cache_dir``: keep each result as JSON keyed by the weights' sha256, the task and the configuration,
     and return it instead of fine-tuning again. ``history``: a list that receives ``{"step", "loss", "dev"}``
     rows: the dev metric before training (step 0) and after it, the running training loss every 10 steps
     (the dev pass at step 0 uses no random number, so the fine-tuning is the same with or without it).
+    ``objective``: what is trained beyond the recipe (:class:`GlueObjective`); its name and configuration join
+    the cache key and the result (every step gets a history row when it asks for one).
     """
     config = config or GlueConfig()
     if task not in TASK_METRICS:
         raise ValueError(f"Unknown task {task!r}; fine-tuning supports {', '.join(TASK_METRICS)}")
     cached = None
     if cache_dir is not None:
-        key = json.dumps({"model": _model_digest(model_path), "task": task, **asdict(config)}, sort_keys=True)
+        identity = {"model": _model_digest(model_path), "task": task, **asdict(config)}
+        if objective is not None:
+            identity["objective"] = {"name": objective.name, **objective.describe()}
+        key = json.dumps(identity, sort_keys=True)
         cached = Path(cache_dir) / f"{task}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
         if cached.is_file():
             return json.loads(cached.read_text())
-    result = _finetune(model_path, task, config, data_dir, show_progress, history)
+    result = _finetune(model_path, task, config, data_dir, show_progress, history, objective)
     if cached is not None:
         cached.parent.mkdir(parents=True, exist_ok=True)
         tmp = cached.with_suffix(".tmp")
@@ -126,6 +135,38 @@ def _dev_predictions(model, dev: pd.DataFrame, tokenizer, max_length: int) -> np
     return np.concatenate(predictions)
 
 
+class GlueObjective:
+    """What a GLUE fine-tuning trains: this base class is the recipe (the classifier's cross-entropy).
+
+    A subclass overrides what it changes: :meth:`build_model` (extra heads), :meth:`loss` (named terms,
+    ``"loss"`` backpropagated), :meth:`backward` (e.g. take each term's gradients first; it may replace
+    ``losses["loss"]`` with what it backpropagated, which the running loss then shows), :meth:`step_log` (columns
+    added to every history row; ``log_every_step``: a history row after every step), :meth:`describe` (its
+    configuration: part of the cache key and of the result) and :meth:`result` (result columns after training).
+    """
+
+    name = "ce"
+    log_every_step = False
+
+    def describe(self) -> dict:
+        return {}
+
+    def build_model(self, model_path: str, num_labels: int = 2) -> torch.nn.Module:
+        return sequence_classifier(model_path, num_labels)
+
+    def loss(self, model, batch) -> dict:
+        return {"loss": model(**batch).loss}
+
+    def backward(self, method: "GlueMethod", model, losses: dict) -> None:
+        method.accelerator.backward(losses["loss"])
+
+    def step_log(self) -> dict:
+        return {}
+
+    def result(self, method: "GlueMethod", model) -> dict:
+        return {}
+
+
 class GlueMethod(Method):
     """Fine-tuning on a GLUE task as a :class:`~bertsent.training.loop.Method`: the training rows in a seeded
     order per epoch (the last batch of an epoch may be short), the classifier's cross-entropy, the dev metric
@@ -134,8 +175,10 @@ class GlueMethod(Method):
 
     diverged_error = FineTuningDivergedError
 
-    def __init__(self, task: str, train: pd.DataFrame, dev: pd.DataFrame, tokenizer, config: GlueConfig):
+    def __init__(self, task: str, train: pd.DataFrame, dev: pd.DataFrame, tokenizer, config: GlueConfig,
+                 objective: GlueObjective | None = None):
         self.task, self.train, self.dev, self.tokenizer, self.config = task, train, dev, tokenizer, config
+        self.objective = objective or GlueObjective()
         self.steps_per_epoch = math.ceil(len(train) / config.batch_size)
         self.labels_dev = dev["label"].to_numpy(dtype=np.int64)
         self.metrics: dict[str, float] = {}
@@ -151,7 +194,10 @@ class GlueMethod(Method):
         return self.to_device({**encoded, "labels": labels})
 
     def loss(self, model, batch) -> dict:
-        return {"loss": model(**batch).loss}
+        return self.objective.loss(model, batch)
+
+    def backward(self, model, losses: dict) -> None:
+        self.objective.backward(self, model, losses)
 
     def evaluate(self, model) -> float:
         self.metrics = glue_metrics(self.task, self.labels_dev,
@@ -159,11 +205,12 @@ class GlueMethod(Method):
         return self.metrics[TASK_METRICS[self.task][1]]
 
     def record(self, state: dict, score: float | None, running_loss: float) -> dict:
-        return {"step": state["step"], "loss": None if math.isnan(running_loss) else running_loss, "dev": score}
+        return {"step": state["step"], "loss": None if math.isnan(running_loss) else running_loss, "dev": score,
+                **self.objective.step_log()}
 
 
 def _finetune(model_path: str, task: str, config: GlueConfig, data_dir, show_progress: bool,
-              history: list | None = None) -> dict:
+              history: list | None = None, objective: GlueObjective | None = None) -> dict:
     from transformers import AutoTokenizer
 
     train, dev = load_glue(task, "train", data_dir), load_glue(task, "dev", data_dir)
@@ -173,21 +220,24 @@ def _finetune(model_path: str, task: str, config: GlueConfig, data_dir, show_pro
     seed_everything(config.seed)
     with quiet_transformers():  # "newly initialised classifier" is the point of fine-tuning
         tokenizer = AutoTokenizer.from_pretrained(model_path)
-        model = sequence_classifier(model_path)
-    method = GlueMethod(task, train, dev, tokenizer, config)
+        model = (objective or GlueObjective()).build_model(model_path)
+    method = GlueMethod(task, train, dev, tokenizer, config, objective)
     total = method.steps_per_epoch * config.epochs
     # fused: one kernel for every parameter (the 30k-word embedding dominates)
     optimizer = adamw(decay_parameter_groups(model, config.weight_decay), config.learning_rate, fused=True)
     scheduler = warmup_schedule(optimizer, int(config.warmup_ratio * total), total)
     # the dev pass at step 0 (eval mode: no dropout) uses no random number: the same fine-tuning with or without it
     run = train_loop(method, model, optimizer, scheduler, LoopSettings(
-        total_steps=total, evaluate_at_start=history is not None, log_every=10 if history is not None else None,
+        total_steps=total, evaluate_at_start=history is not None,
+        log_every=(1 if method.objective.log_every_step else 10) if history is not None else None,
         max_grad_norm=1.0, show_progress=show_progress, description=f"{task} lr={config.learning_rate:g}"),
         accelerator)
     if history is not None:
         history.extend(run.history)
+    extra = {} if objective is None else {"objective": objective.name, **objective.describe(),
+                                          **objective.result(method, model)}
     return {"task": task, **asdict(config), "train_examples": len(train), "dev_examples": len(dev),
-            "train_seconds": round(run.seconds, 1), **method.metrics}
+            "train_seconds": round(run.seconds, 1), **method.metrics, **extra}
 
 
 def glue_learning_rate_search(model_path: str, task: str, learning_rates=LEARNING_RATES, data_dir=None,

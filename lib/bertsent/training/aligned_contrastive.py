@@ -1,0 +1,286 @@
+"""Aligned contrastive learning (ACL; Zhu, arXiv 2602.03563) for GLUE fine-tuning, as objectives of
+:func:`bertsent.training.glue.finetune_glue` (the recipe's data, schedule, dev metric and cache are unchanged).
+
+- :class:`ContrastiveObjective`: CE + lambda * a contrastive term on the [CLS] representations: SCL (Gunel et
+  al. 2021) or ACL-Embed (label embeddings as members), with ACL-Grad (``gradient_gate``): each step, the angle
+  between the gradients of CE and of the contrastive term on the shared encoder's parameters; above
+  ``angle_threshold`` (90 degrees) the step uses CE alone. The angle is logged every step (history column
+  ``angle``, ``dropped``), also without the gate when ``measure_angle`` (the motivating figure).
+- :class:`MultiExitObjective`: a :class:`~bertsent.models.multi_exit.MultiExitClassifier` trained with the exits'
+  mean CE ("joint"), plus lambda * logit KD from the last exit ("kd") or plus lambda * ACL-CL ("acl_cl").
+
+Choices the paper leaves open, made here:
+
+- h = the pooled [CLS] state the classifier reads, before the classifier's dropout (the input of
+  ``model.dropout``; for a multi-exit model the exit's pooled state). l_k = row k of ``classifier.weight``.
+- CE + lambda * L (not Gunel et al.'s (1 - lambda) CE + lambda L); lambda = 0.5, tau = 0.3 by default.
+- The angle is measured on the encoder's parameters (``model.base_model`` / ``model.bert``: embeddings, layers,
+  pooler), not the classifier: the parameters both terms share in every variant (``angle_parameters="all"``:
+  every trainable parameter, the classifier included). All of them are flattened into one vector; a parameter
+  that one term does not reach counts as a zero gradient there. An undefined angle (a zero gradient) is NaN
+  and never drops the term.
+- The gradients are those of the step's unclipped terms (before the loop's norm clipping, which applies to
+  what is then backpropagated). The two measurement passes are extra backward passes: a step costs about
+  three of them under several processes and two under one (the combined gradient is then assembled from the
+  two, g_CE + lambda g_L, instead of a third pass).
+- Multi-exit: every exit's CE has weight 1/L (the mean); the guidance terms are averaged over the L - 1
+  shallow exits; KD is T^2 KL(softmax(z_L / T) || softmax(z_l / T)) with T = 1 and the last exit detached;
+  ACL-CL detaches the last exit too (:func:`bertsent.losses.acl_cl_loss`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..losses.aligned_contrastive import acl_cl_loss, acl_embed_loss, scl_loss
+from ..models.multi_exit import MultiExitClassifier, early_exit_decisions
+from .glue import GlueObjective, TASK_METRICS, _batches, glue_metrics
+
+METHOD_VERSION = 1  # bump when the maths changes
+
+CONTRASTIVE_LOSSES = ("ce", "scl", "acl_embed")
+MULTI_EXIT_MODES = ("joint", "kd", "acl_cl")
+
+
+def gradient_angle(first, second) -> float:
+    """The angle in degrees between two gradients, each a sequence of tensors (None: zeros of the other's shape)
+    flattened into one vector; NaN when either is zero."""
+    first, second = list(first), list(second)
+    if len(first) != len(second):
+        raise ValueError(f"the two gradients have {len(first)} and {len(second)} tensors. Fix: take both over the "
+                         f"same parameter list.")
+    dot = norm_first = norm_second = 0.0
+    for a, b in zip(first, second):
+        if a is None or b is None:
+            present = a if a is not None else b
+            if present is not None:
+                squared = float(present.double().pow(2).sum())
+                norm_first, norm_second = (norm_first + squared, norm_second) if a is not None else (
+                    norm_first, norm_second + squared)
+            continue
+        a, b = a.double(), b.double()
+        dot += float((a * b).sum())
+        norm_first += float(a.pow(2).sum())
+        norm_second += float(b.pow(2).sum())
+    if norm_first == 0.0 or norm_second == 0.0:
+        return math.nan
+    cosine = max(-1.0, min(1.0, dot / math.sqrt(norm_first * norm_second)))
+    return math.degrees(math.acos(cosine))
+
+
+def encoder_parameters(model) -> list[torch.Tensor]:
+    """The trainable parameters of the classifier's encoder (``model.base_model`` or ``model.bert``)."""
+    model = getattr(model, "module", model)
+    encoder = getattr(model, "bert", None) or getattr(model, "base_model", None)
+    if encoder is None or encoder is model:
+        raise ValueError(f"{type(model).__name__} has no encoder attribute (bert / base_model) to measure the "
+                         f"gradient angle on. Fix: use angle_parameters='all'.")
+    return [p for p in encoder.parameters() if p.requires_grad]
+
+
+def gated_combination(angle: float, threshold: float, gate: bool) -> bool:
+    """ACL-Grad's rule: True (drop the contrastive term this step) when the gate is on and angle > threshold."""
+    return bool(gate) and not math.isnan(angle) and angle > threshold
+
+
+@dataclass
+class AclConfig:
+    """ACL fine-tuning on top of :class:`~bertsent.training.glue.GlueConfig` (see the module docstring)."""
+    loss: str = "acl_embed"  # "ce" (the recipe, angle not measurable), "scl" (CE + SCL), "acl_embed"
+    weight: float = 0.5  # lambda
+    temperature: float = 0.3
+    gradient_gate: bool = True  # ACL-Grad
+    angle_threshold: float = 90.0  # gamma_thres, degrees
+    angle_parameters: str = "encoder"  # "encoder" or "all"
+    measure_angle: bool = True  # log the angle every step (always when the gate is on)
+
+    def __post_init__(self):
+        if self.loss not in CONTRASTIVE_LOSSES:
+            raise ValueError(f"AclConfig.loss must be one of {CONTRASTIVE_LOSSES}, not {self.loss!r}.")
+        if self.angle_parameters not in ("encoder", "all"):
+            raise ValueError(f"AclConfig.angle_parameters must be 'encoder' or 'all', not {self.angle_parameters!r}.")
+        if self.loss == "ce" and self.gradient_gate:
+            raise ValueError("ACL-Grad gates a contrastive term, and loss='ce' has none. Fix: gradient_gate=False, "
+                             "or loss='scl' / 'acl_embed'.")
+        if self.temperature <= 0 or self.weight < 0:
+            raise ValueError(f"temperature must be > 0 and weight >= 0; got {self.temperature} and {self.weight}.")
+
+
+def _head(model):
+    """The classifier's dropout (its input is h) and linear layer (its weight rows are the l_k)."""
+    model = getattr(model, "module", model)
+    dropout, classifier = getattr(model, "dropout", None), getattr(model, "classifier", None)
+    if not isinstance(dropout, torch.nn.Dropout) or not isinstance(classifier, torch.nn.Linear):
+        raise ValueError(f"{type(model).__name__} has no dropout + linear classifier head (model.dropout, "
+                         f"model.classifier); ACL reads h at the dropout's input and l_k in the linear's weight. "
+                         f"Fix: use a BERT sequence classifier (bertsent.models.classifiers.sequence_classifier).")
+    return dropout, classifier
+
+
+class ContrastiveObjective(GlueObjective):
+    """CE + lambda * (SCL or ACL-Embed) with optional ACL-Grad (:class:`AclConfig`)."""
+
+    log_every_step = True
+
+    def __init__(self, config: AclConfig | None = None):
+        self.config = config or AclConfig()
+        self.name = self.config.loss + ("+grad" if self.config.gradient_gate else "")
+        self.last: dict = {}
+        self.angles: list[float] = []
+        self.dropped: list[bool] = []
+
+    def describe(self) -> dict:
+        return {f"acl_{key}": value for key, value in asdict(self.config).items()}
+
+    def loss(self, model, batch) -> dict:
+        dropout, classifier = _head(model)
+        captured = []
+        handle = dropout.register_forward_pre_hook(lambda module, inputs: captured.append(inputs[0]))
+        try:
+            output = model(**batch)
+        finally:
+            handle.remove()
+        ce = output.loss
+        if self.config.loss == "ce":
+            return {"loss": ce, "ce": ce}
+        features, labels = captured[-1], batch["labels"]
+        if self.config.loss == "scl":
+            term = scl_loss(features, labels, self.config.temperature)
+        else:
+            term = acl_embed_loss(features, labels, classifier.weight, self.config.temperature)
+        return {"loss": ce + self.config.weight * term, "ce": ce, "contrastive": term}
+
+    def backward(self, method, model, losses: dict) -> None:
+        config = self.config
+        if config.loss == "ce" or not (config.gradient_gate or config.measure_angle):
+            self.last = {"ce": float(losses["ce"].detach()), "contrastive": float(losses.get("contrastive", math.nan))}
+            method.accelerator.backward(losses["loss"])
+            return
+        trainable = [p for p in model.parameters() if p.requires_grad]
+        single = method.accelerator.num_processes == 1 and getattr(method.accelerator, "scaler", None) is None
+        measured = trainable if single else (trainable if config.angle_parameters == "all" else encoder_parameters(model))
+        g_ce = torch.autograd.grad(losses["ce"], measured, retain_graph=True, allow_unused=True)
+        g_term = torch.autograd.grad(losses["contrastive"], measured, retain_graph=not single, allow_unused=True)
+        if config.angle_parameters == "encoder":
+            chosen = {id(p) for p in encoder_parameters(model)}
+            pairs = [(a, b) for p, a, b in zip(measured, g_ce, g_term) if id(p) in chosen]
+        else:
+            pairs = list(zip(g_ce, g_term))
+        angle = gradient_angle([a for a, _ in pairs], [b for _, b in pairs])
+        drop = gated_combination(angle, config.angle_threshold, config.gradient_gate)
+        if drop:
+            losses["loss"] = losses["ce"]
+        self.angles.append(angle)
+        self.dropped.append(drop)
+        self.last = {"ce": float(losses["ce"].detach()), "contrastive": float(losses["contrastive"].detach()),
+                     "angle": angle, "dropped": drop}
+        if single:  # the combined gradient from the two measured ones (no third backward pass)
+            for parameter, a, b in zip(measured, g_ce, g_term):
+                grad = a if drop or b is None else (b * config.weight if a is None else a + config.weight * b)
+                if grad is not None:
+                    parameter.grad = grad if parameter.grad is None else parameter.grad + grad
+        else:
+            method.accelerator.backward(losses["loss"])
+
+    def step_log(self) -> dict:
+        return dict(self.last)
+
+    def result(self, method, model) -> dict:
+        angles = np.array(self.angles, dtype=float)
+        measured = angles[~np.isnan(angles)] if len(angles) else angles
+        return {"angle_mean": float(measured.mean()) if len(measured) else None,
+                "angle_above_threshold_share": float((measured > self.config.angle_threshold).mean())
+                if len(measured) else None,
+                "dropped_steps": int(sum(self.dropped)), "measured_steps": len(self.angles)}
+
+
+def logit_distillation(student: torch.Tensor, teacher: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """T^2 KL(softmax(teacher / T) || softmax(student / T)), batch mean; the teacher's logits are detached."""
+    teacher = F.log_softmax(teacher.detach() / temperature, dim=-1)
+    student = F.log_softmax(student / temperature, dim=-1)
+    return F.kl_div(student, teacher, log_target=True, reduction="batchmean") * temperature ** 2
+
+
+@dataclass
+class MultiExitConfig:
+    mode: str = "acl_cl"  # "joint", "kd", "acl_cl"
+    weight: float = 0.5  # lambda of the guidance term (kd, acl_cl)
+    temperature: float = 0.3  # ACL-CL's tau
+    kd_temperature: float = 1.0
+    detach_teacher: bool = True
+    exit_thresholds: tuple = (0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)  # entropy (nats) for the result's curve
+
+    def __post_init__(self):
+        if self.mode not in MULTI_EXIT_MODES:
+            raise ValueError(f"MultiExitConfig.mode must be one of {MULTI_EXIT_MODES}, not {self.mode!r}.")
+        self.exit_thresholds = tuple(float(t) for t in self.exit_thresholds)
+
+
+def exit_logits(model: MultiExitClassifier, frame, tokenizer, max_length: int) -> torch.Tensor:
+    """Every exit's logits on every row of ``frame``: (L, N, K), eval mode, no gradient."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    parts = []
+    with torch.no_grad():
+        for encoded, _ in _batches(frame, tokenizer, 128, max_length):
+            parts.append(model(**encoded.to(device)).exit_logits.float().cpu())
+    model.train(was_training)
+    return torch.cat(parts, dim=1)
+
+
+class MultiExitObjective(GlueObjective):
+    """A multi-exit BERT trained with joint CE, + lambda * logit KD, or + lambda * ACL-CL (:class:`MultiExitConfig`).
+
+    The result holds each exit's dev metrics (``exit_metrics``: one dict per exit) and the early-exit curve
+    (``exit_curve``: threshold, mean layers used, the task's metric); ``model`` keeps the trained model.
+    """
+
+    def __init__(self, config: MultiExitConfig | None = None):
+        self.config = config or MultiExitConfig()
+        self.name = f"multi_exit_{self.config.mode}"
+        self.model = None
+        self.last: dict = {}
+
+    def describe(self) -> dict:
+        return {f"exit_{key}": list(value) if isinstance(value, tuple) else value
+                for key, value in asdict(self.config).items()}
+
+    def build_model(self, model_path: str, num_labels: int = 2) -> torch.nn.Module:
+        return MultiExitClassifier(model_path, num_labels)
+
+    def loss(self, model, batch) -> dict:
+        output = model(**batch)
+        losses = {"ce": output.loss}
+        logits, features, labels = output.exit_logits, output.exit_features, batch["labels"]
+        shallow = range(logits.shape[0] - 1)
+        if self.config.mode == "joint" or not len(shallow):
+            losses["loss"] = output.loss
+            return losses
+        if self.config.mode == "kd":
+            guide = torch.stack([logit_distillation(logits[l], logits[-1], self.config.kd_temperature) for l in shallow])
+        else:
+            exits = getattr(model, "module", model).exits
+            guide = torch.stack([acl_cl_loss(features[l], exits[l].classifier.weight, features[-1],
+                                             exits[-1].classifier.weight, labels, self.config.temperature,
+                                             self.config.detach_teacher) for l in shallow])
+        losses["guide"] = guide.mean()
+        losses["loss"] = output.loss + self.config.weight * losses["guide"]
+        return losses
+
+    def result(self, method, model) -> dict:
+        self.model = model
+        logits = exit_logits(model, method.dev, method.tokenizer, method.config.max_length)
+        labels = method.labels_dev
+        per_exit = [glue_metrics(method.task, labels, z.argmax(-1).numpy()) for z in logits]
+        metric = TASK_METRICS[method.task][1]
+        curve = []
+        for threshold in self.config.exit_thresholds:
+            predictions, layers = early_exit_decisions(logits, threshold)
+            curve.append({"threshold": threshold, "mean_layers": float(layers.float().mean()),
+                          metric: glue_metrics(method.task, labels, predictions.numpy())[metric]})
+        return {"exit_metrics": per_exit, "exit_curve": curve}
