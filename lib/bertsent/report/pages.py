@@ -66,7 +66,7 @@ def clean_stream(text: str) -> str:
     """``text`` without progress-bar lines (a line redrawn with carriage returns counts as a progress line if any
     of its states is one)."""
     kept = []
-    for line in text.splitlines(keepends=True):
+    for line in re.split(r"(?<=\n)", text):  # not splitlines(): it splits at the carriage returns too
         states = line.rstrip("\n").split("\r")
         if any(PROGRESS_LINE.search(state) for state in states):
             continue

@@ -1,0 +1,82 @@
+"""Tables formatted for reading on a page (the CSVs under ``results/`` are written by :mod:`.tables`).
+
+``display(readable(frame))`` in a notebook shows ``frame`` without the pandas row numbers (a named index becomes
+ordinary columns), missing values (NaN, ``<NA>``, None) as blanks, whole numbers without decimals, and numbers too
+small or too large for fixed decimals (a learning rate of 5e-5) in scientific notation, never as ``0.00``.
+Nothing here changes a number: it only decides how it is written.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import pandas as pd
+
+
+def _missing(value) -> bool:
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):  # lists, arrays
+        return False
+
+
+def format_number(value, decimals: int = 2, integral: bool = False) -> str:
+    """One cell: blank if missing; ``integral``: no decimals; scientific (``5e-5``, ``1.5e-4``) when fixed
+    decimals would round it to zero (below ``10**-decimals``) or it has more than seven digits."""
+    if _missing(value):
+        return ""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return str(value)
+    value = float(value)
+    if math.isinf(value):
+        return "∞" if value > 0 else "-∞"
+    if integral:
+        return f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:.0f}"
+    if value != 0 and (abs(value) < 10 ** -decimals or abs(value) >= 1e7):
+        mantissa, exponent = f"{value:.2e}".split("e")  # 5.00e-05 -> 5e-5, 1.50e-04 -> 1.5e-4
+        return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+    return f"{value:.{decimals}f}"
+
+
+def _integral(column: pd.Series) -> bool:
+    values = [v for v in column if not _missing(v)]
+    return bool(values) and all(isinstance(v, numbers.Real) and not isinstance(v, bool) and float(v).is_integer()
+                                and abs(float(v)) < 1e15 for v in values)
+
+
+def readable_frame(frame: pd.DataFrame, decimals: int = 2, decimals_by_column: dict | None = None) -> pd.DataFrame:
+    """``frame`` as strings for reading: index turned into columns (a plain 0..n-1 index dropped), every cell
+    through :func:`format_number` (``decimals_by_column``: column -> decimals, for the few that need other)."""
+    frame = frame.copy()
+    plain_index = frame.index.nlevels == 1 and frame.index.name is None and isinstance(frame.index, pd.RangeIndex)
+    frame = frame.reset_index(drop=plain_index)
+    out = {}
+    for position, name in enumerate(frame.columns):
+        column = frame.iloc[:, position]
+        places = (decimals_by_column or {}).get(name, decimals)
+        integral = _integral(column)
+        out[position] = [format_number(v, places, integral) for v in column]
+    shown = pd.DataFrame(out)
+    shown.columns = frame.columns
+    return shown
+
+
+class ReadableTable:
+    """A table as :func:`readable` formats it: HTML for the page (pandas' ``dataframe`` class, no index), plain
+    text elsewhere. ``.frame`` holds the formatted strings."""
+
+    def __init__(self, frame: pd.DataFrame):
+        self.frame = frame
+
+    def _repr_html_(self) -> str:
+        return self.frame.to_html(index=False, na_rep="", escape=True, border=0, classes="dataframe readable")
+
+    def __repr__(self) -> str:
+        return self.frame.to_string(index=False, na_rep="")
+
+
+def readable(frame: pd.DataFrame, decimals: int = 2, decimals_by_column: dict | None = None) -> ReadableTable:
+    """``frame`` formatted for reading (see the module docstring); display it with ``display(readable(frame))``."""
+    return ReadableTable(readable_frame(frame, decimals, decimals_by_column))
