@@ -2,9 +2,17 @@
 
 The saved folder holds two modules: sentence-transformers' ``Transformer`` (the encoder, its config set to return
 every hidden state: ``all_layer_embeddings``) and :class:`LayerAttentionPooling` (this module: the pooler's
-configuration and weights), so that ``SentenceTransformer(path)`` gives the same vectors as
-:class:`~bertsent.models.layer_attention.LayerAttentionModel` in eval mode. Loading needs ``bertsent`` importable
-(the module's class is named in ``modules.json``).
+configuration and weights), so that ``SentenceTransformer(path, trust_remote_code=True)`` gives the same vectors
+as :class:`~bertsent.models.layer_attention.LayerAttentionModel` in eval mode.
+
+**Why ``trust_remote_code=True``**: sentence-transformers 6 refuses to import any module class outside its own
+package unless told to trust it (``modules.json`` names ``bertsent.models.layer_attention_export.
+LayerAttentionPooling``, imported from the installed ``bertsent``; no code is stored in the folder). Without the
+flag it raises a ValueError that says so.
+
+``save_layer_attention_model(..., readout="cls_last")`` (or ``"mean_last"``) saves the trained encoder with
+sentence-transformers' own ``Pooling`` module instead, the pooler removed (the paper's RQ4 setting): that folder
+loads with a plain ``SentenceTransformer(path)``.
 """
 from __future__ import annotations
 
@@ -64,19 +72,31 @@ class LayerAttentionPooling(Module):
         return cls.load_torch_weights(model_name_or_path=model_name_or_path, model=module, **hub)
 
 
-def save_layer_attention_model(model: LayerAttentionModel, tokenizer, path: str | Path,
-                               max_length: int | None = None) -> Path:
-    """Save ``model`` (encoder + pooler) so that ``SentenceTransformer(path)`` loads it; written atomically
-    (a ``.tmp`` folder renamed into place). ``max_length``: the saved max_seq_length (None: the tokenizer's)."""
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.modules import Transformer
+READOUT_MODES = {"cls_last": {False: "cls", True: "lasttoken"}, "mean_last": {False: "mean"}}
 
+
+def save_layer_attention_model(model: LayerAttentionModel, tokenizer, path: str | Path,
+                               max_length: int | None = None, readout: str | None = None) -> Path:
+    """Save ``model`` in the sentence-transformers format; written atomically (a ``.tmp`` folder renamed into
+    place). ``max_length``: the saved max_seq_length (None: the tokenizer's).
+
+    ``readout=None``: encoder + :class:`LayerAttentionPooling` (load with ``SentenceTransformer(path,
+    trust_remote_code=True)``); ``"cls_last"`` / ``"mean_last"``: the encoder with a standard ``Pooling`` of its
+    last hidden state, the pooler removed (loads with ``SentenceTransformer(path)``).
+    """
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+
+    if readout is not None and model.causal not in READOUT_MODES.get(readout, {}):
+        raise ValueError(f"readout {readout!r} cannot be saved for a {'causal' if model.causal else 'encoder'} "
+                         "model with a standard Pooling module (a causal model's mean leaves BOS out, which "
+                         "Pooling does not). Fix: use readout='cls_last' or readout=None.")
     path = Path(path)
     staging = path.with_name(path.name + ".hf")
     shutil.rmtree(staging, ignore_errors=True)
     encoder = model.encoder
     previous = encoder.config.output_hidden_states
-    encoder.config.output_hidden_states = True
+    encoder.config.output_hidden_states = readout is None
     try:
         encoder.save_pretrained(staging)
     finally:
@@ -85,8 +105,11 @@ def save_layer_attention_model(model: LayerAttentionModel, tokenizer, path: str 
     with quiet_transformers():
         transformer = Transformer(str(staging), max_seq_length=max_length)
     pooler = model.pooler
-    pooling = LayerAttentionPooling(pooler.dim, pooler.n_states, pooler.pooling, model.causal, model.skip_bos)
-    pooling.pooler.load_state_dict(pooler.state_dict())
+    if readout is None:
+        pooling = LayerAttentionPooling(pooler.dim, pooler.n_states, pooler.pooling, model.causal, model.skip_bos)
+        pooling.pooler.load_state_dict(pooler.state_dict())
+    else:
+        pooling = Pooling(pooler.dim, pooling_mode=READOUT_MODES[readout][model.causal])
     tmp = path.with_name(path.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     SentenceTransformer(modules=[transformer, pooling], device="cpu").save(str(tmp))
