@@ -186,6 +186,34 @@ def test_glue_fine_tunings_are_reused_without_the_model(monkeypatch, tmp_path):
     assert len(calls) == 3 and len(other) == 1
 
 
+def test_a_glue_objective_is_part_of_the_fine_tuning_key(monkeypatch, tmp_path):
+    import bertsent.training.glue as glue
+    from bertsent.training.aligned_contrastive import AclConfig, ContrastiveObjective
+
+    received = []
+
+    def finetune(model_path, task, config, data_dir=None, history=None, objective=None):
+        received.append(objective)
+        history += [{"step": 0, "loss": None, "dev": 50.0}, {"step": 1, "loss": 0.6, "dev": 55.0, "angle": 95.0}]
+        return {"task": task, "accuracy": 55.0, "train_seconds": 1.0}
+
+    monkeypatch.setattr(glue, "finetune_glue", finetune)
+    model = runs.ModelSource("weights-x", lambda: tmp_path)
+    config = glue.GlueConfig(epochs=1)
+    runs.glue_finetuning(model, "RTE", config, results_dir=tmp_path)
+    acl = ContrastiveObjective(AclConfig())
+    runs.glue_finetuning(model, "RTE", config, results_dir=tmp_path, objective=acl)
+    runs.glue_finetuning(model, "RTE", config, results_dir=tmp_path, objective=ContrastiveObjective(AclConfig(weight=0.1)))
+    runs.glue_finetuning(model, "RTE", config, results_dir=tmp_path, objective=ContrastiveObjective(AclConfig()))
+    assert received == [None, acl, received[2]] and received[2].config.weight == 0.1  # the last one reused
+    keys = sorted(path.name for path in (tmp_path / "runs" / "glue").iterdir() if path.is_dir())
+    assert len(keys) == 3 and sum("acl_embed_grad" in key for key in keys) == 2
+    stored = next(tmp_path.glob("runs/glue/*acl_embed_grad*/train.json"))
+    identity = json.loads(stored.read_text())["identity"]
+    assert identity["objective"]["name"] == "acl_embed+grad"
+    assert "bertsent.training.aligned_contrastive" in json.loads(stored.read_text())["method_versions"]
+
+
 def test_pretraining_results_are_reused_without_the_weights(monkeypatch, tmp_path):
     import bertsent.training.pretraining as pretraining
     from bertsent.training.pretraining import PretrainingConfig, PretrainingResult

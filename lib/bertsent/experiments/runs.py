@@ -331,23 +331,33 @@ def model_at(path) -> ModelSource:
 
 # --- GLUE fine-tuning ------------------------------------------------------------------------------------------
 
-def glue_finetuning(model: ModelSource, task: str, config, data_dir=None, results_dir=None) -> dict:
+def glue_finetuning(model: ModelSource, task: str, config, data_dir=None, results_dir=None, objective=None) -> dict:
     """One fine-tuning's dev metrics and costs (:func:`bertsent.training.glue.finetune_glue`'s row), from its
-    committed results or fine-tuned now (the model's weights made only then) and committed."""
+    committed results or fine-tuned now (the model's weights made only then) and committed.
+
+    ``objective``: a :class:`bertsent.training.glue.GlueObjective` (e.g. ACL's); its name and configuration join
+    the run's identity and key, and the method versions of its module join the training path's (a plain
+    fine-tuning's key is as before)."""
     from ..training.glue import TASK_METRICS, finetune_glue
 
+    path = GLUE_PATH if objective is None else GLUE_PATH + (type(objective).__module__,)
     identity = {"kind": "glue", "model": model.key, "task": task, "config": asdict(config), "data": manifest_digest(),
-                "methods": path_versions(GLUE_PATH)["digest"]}
-    stored = StoredRun.at("glue", run_key(f"{model.key[:60]}-{task}-lr{config.learning_rate:g}-s{config.seed}",
+                "methods": path_versions(path)["digest"]}
+    name = ""
+    if objective is not None:
+        identity["objective"] = {"name": objective.name, **objective.describe()}
+        name = f"-{objective.name}"
+    stored = StoredRun.at("glue", run_key(f"{model.key[:60]}-{task}{name}-lr{config.learning_rate:g}-s{config.seed}",
                                           identity), results_dir)
     if not stored.exists:
         import torch
 
         history: list[dict] = []
-        result = finetune_glue(str(model.locate()), task, config, data_dir, history=history)
+        extra = {} if objective is None else {"objective": objective}
+        result = finetune_glue(str(model.locate()), task, config, data_dir, history=history, **extra)
         metric = TASK_METRICS[task][1]
         frame = pd.DataFrame(history)
-        train = {"identity": identity, "method_versions": path_versions(GLUE_PATH)["modules"], "result": result,
+        train = {"identity": identity, "method_versions": path_versions(path)["modules"], "result": result,
                  "selection": "none: the final model is evaluated", "steps": int(frame["step"].max()),
                  "best_step": int(frame["step"].max()), "dev_metric": metric,
                  "best_dev": result[metric], "dev_step0": frame.loc[frame["step"] == 0, "dev"].iloc[0],
@@ -358,6 +368,8 @@ def glue_finetuning(model: ModelSource, task: str, config, data_dir=None, result
                              "steps": int(frame["step"].max()), "seconds": result["train_seconds"],
                              "threads": torch.get_num_threads()}}
         train["summary"]["dev_step0"] = train["dev_step0"]
+        if objective is not None:
+            train["summary"]["objective"] = objective.name
         stored.record(json.loads(json.dumps(train, default=float)), frame)
     return stored.train()["result"]
 
