@@ -71,7 +71,7 @@ class ReadableTable:
         self.frame = frame
 
     def _repr_html_(self) -> str:
-        return self.frame.to_html(index=False, na_rep="", escape=True, border=0, classes="dataframe readable")
+        return self.frame.to_html(index=False, na_rep="", escape=True, border=0, classes="readable")
 
     def __repr__(self) -> str:
         return self.frame.to_string(index=False, na_rep="")
