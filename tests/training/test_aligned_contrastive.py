@@ -141,3 +141,24 @@ def test_multi_exit_fine_tuning_runs_two_steps_and_scores_every_exit(tiny_bert, 
     assert never["mean_layers"] == 2.0 and never["accuracy"] == pytest.approx(result["accuracy"])
     assert always["mean_layers"] == 1.0 and always["accuracy"] == pytest.approx(result["exit_metrics"][0]["accuracy"])
     assert objective.model is not None and objective.model.num_exits == 2
+
+
+def test_a_roberta_style_head_is_read_before_its_last_linear_layer(tmp_path):
+    from transformers import AutoModelForSequenceClassification, MPNetConfig, MPNetModel
+
+    torch.manual_seed(0)
+    MPNetModel(MPNetConfig(vocab_size=50, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                           intermediate_size=16, max_position_embeddings=20)).save_pretrained(tmp_path)
+    model = AutoModelForSequenceClassification.from_pretrained(tmp_path, num_labels=2).eval()
+    batch = {"input_ids": torch.randint(3, 50, (4, 5)), "attention_mask": torch.ones(4, 5, dtype=torch.long),
+             "labels": torch.tensor([0, 1, 1, 0])}
+    losses = ContrastiveObjective(AclConfig()).loss(model, batch)
+    gradient, = torch.autograd.grad(losses["contrastive"], model.classifier.out_proj.weight)
+    assert gradient.abs().sum() > 0 and torch.isfinite(losses["loss"])
+
+
+def test_a_model_without_a_known_head_is_refused():
+    model = torch.nn.Module()
+    model.classifier = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    with pytest.raises(ValueError, match="neither BERT's classifier head"):
+        ContrastiveObjective(AclConfig()).loss(model, {"labels": torch.tensor([0])})

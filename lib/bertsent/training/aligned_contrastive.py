@@ -11,8 +11,9 @@
 
 Choices the paper leaves open, made here:
 
-- h = the pooled [CLS] state the classifier reads, before the classifier's dropout (the input of
-  ``model.dropout``; for a multi-exit model the exit's pooled state). l_k = row k of ``classifier.weight``.
+- h = the pooled [CLS] state the classifier reads, before the classifier's dropout (BERT: the input of
+  ``model.dropout``, i.e. the pooler's output; RoBERTa / MPNet heads: tanh(dense(x)), the input of ``out_proj``;
+  a multi-exit model: the exit's pooled state). l_k = row k of the last linear layer's weight.
 - CE + lambda * L (not Gunel et al.'s (1 - lambda) CE + lambda L); lambda = 0.5, tau = 0.3 by default.
 - The angle is measured on the encoder's parameters (``model.base_model`` / ``model.bert``: embeddings, layers,
   pooler), not the classifier: the parameters both terms share in every variant (``angle_parameters="all"``:
@@ -111,14 +112,22 @@ class AclConfig:
 
 
 def _head(model):
-    """The classifier's dropout (its input is h) and linear layer (its weight rows are the l_k)."""
+    """Where h is read and the linear layer whose weight rows are the l_k: (module, hook kind, linear).
+
+    BERT's head (``model.dropout`` then ``model.classifier``, a linear layer): h is the dropout's input, the
+    pooled [CLS] state. RoBERTa's / MPNet's head (``model.classifier.dense``, tanh, dropout, ``out_proj``): h is
+    tanh of the dense layer's output, the state that ``out_proj`` reads before its dropout."""
     model = getattr(model, "module", model)
     dropout, classifier = getattr(model, "dropout", None), getattr(model, "classifier", None)
-    if not isinstance(dropout, torch.nn.Dropout) or not isinstance(classifier, torch.nn.Linear):
-        raise ValueError(f"{type(model).__name__} has no dropout + linear classifier head (model.dropout, "
-                         f"model.classifier); ACL reads h at the dropout's input and l_k in the linear's weight. "
-                         f"Fix: use a BERT sequence classifier (bertsent.models.classifiers.sequence_classifier).")
-    return dropout, classifier
+    if isinstance(dropout, torch.nn.Dropout) and isinstance(classifier, torch.nn.Linear):
+        return dropout, "input", classifier
+    dense, out_proj = getattr(classifier, "dense", None), getattr(classifier, "out_proj", None)
+    if isinstance(dense, torch.nn.Linear) and isinstance(out_proj, torch.nn.Linear):
+        return dense, "tanh_output", out_proj
+    raise ValueError(f"{type(model).__name__} has neither BERT's classifier head (model.dropout + linear "
+                     f"model.classifier) nor RoBERTa's (classifier.dense + classifier.out_proj); ACL reads h before "
+                     f"the last linear layer and l_k in its weight. Fix: use a sequence classifier of that form "
+                     f"(bertsent.models.classifiers.sequence_classifier).")
 
 
 class ContrastiveObjective(GlueObjective):
@@ -137,9 +146,12 @@ class ContrastiveObjective(GlueObjective):
         return {f"acl_{key}": value for key, value in asdict(self.config).items()}
 
     def loss(self, model, batch) -> dict:
-        dropout, classifier = _head(model)
+        module, kind, classifier = _head(model)
         captured = []
-        handle = dropout.register_forward_pre_hook(lambda module, inputs: captured.append(inputs[0]))
+        if kind == "input":
+            handle = module.register_forward_pre_hook(lambda _, inputs: captured.append(inputs[0]))
+        else:
+            handle = module.register_forward_hook(lambda _, inputs, output: captured.append(torch.tanh(output)))
         try:
             output = model(**batch)
         finally:
