@@ -79,3 +79,51 @@ def test_missing_data_and_bad_options_name_the_fix(tmp_path, tiny_bert):
         AttentionPoolingConfig(objective="contrastive")
     with pytest.raises(ValueError, match="Unknown pooling"):
         AttentionPoolingConfig(pooling="max")
+
+
+def test_the_saved_model_is_the_selected_one(tmp_path, tiny_bert):
+    from sentence_transformers import SentenceTransformer
+
+    from bertsent.encode.backbones import load_backbone
+    from bertsent.models.layer_attention import LayerAttentionModel, encode_sentences
+
+    config = AttentionPoolingConfig(batch_size=3, epochs=3, eval_every=1, learning_rate=1e-3, max_length=16)
+    result = train_attention_pooling(tiny_bert, tmp_path / "run", config, triplets=TRIPLETS, dev=DEV,
+                                     show_progress=False)
+    backbone = load_backbone(tiny_bert)
+    best = LayerAttentionModel(backbone.model)
+    best.load_state_dict(torch.load(tmp_path / "run" / "best.pt"))
+    ours = encode_sentences(best, backbone.tokenizer, SENTENCES, max_length=16)
+    theirs = SentenceTransformer(str(result.model_dir), device="cpu", trust_remote_code=True).encode(SENTENCES)
+    np.testing.assert_allclose(theirs, ours, rtol=1e-4, atol=1e-5)
+    fresh = encode_sentences(LayerAttentionModel(load_backbone(tiny_bert).model), backbone.tokenizer, SENTENCES,
+                             max_length=16)
+    assert not np.allclose(fresh, ours, atol=1e-3)  # training changed it
+
+
+def test_a_causal_backbone_reads_its_last_token(tmp_path, tiny_bert):
+    from sentence_transformers import SentenceTransformer
+    from transformers import AutoModel, AutoTokenizer, Gemma3TextConfig
+
+    from bertsent.encode.backbones import CausalBackbone
+
+    torch.manual_seed(0)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
+    model = AutoModel.from_config(Gemma3TextConfig(
+        vocab_size=tokenizer.vocab_size, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+        num_attention_heads=2, num_key_value_heads=1, head_dim=8, max_position_embeddings=64,
+        sliding_window=16, layer_types=["sliding_attention", "full_attention"]))
+    backbone = CausalBackbone.from_loaded("tiny-causal", tokenizer, model)
+    config = AttentionPoolingConfig(batch_size=3, epochs=1, eval_every=1, learning_rate=1e-3, max_length=16)
+    result = train_attention_pooling("tiny-causal", tmp_path / "run", config, triplets=TRIPLETS, dev=DEV,
+                                     show_progress=False, backbone_object=backbone)
+    assert result.steps == 2
+    modules = json.loads((result.model_dir / "modules.json").read_text())
+    assert modules[-1]["type"].endswith("LayerAttentionPooling")
+    pooling_config = json.loads((result.model_dir / modules[-1]["path"] / "config.json").read_text())
+    assert pooling_config["causal"] is True
+    loaded = SentenceTransformer(str(result.model_dir), device="cpu", trust_remote_code=True)
+    # padding on the right, read at the last real token: a sentence's vector does not depend on its batch
+    alone = loaded.encode(SENTENCES[:1])
+    together = loaded.encode(SENTENCES[:1] + ["A much longer sentence that forces padding of the first one."])
+    np.testing.assert_allclose(together[:1], alone, rtol=1e-4, atol=1e-5)

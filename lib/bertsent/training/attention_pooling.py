@@ -247,3 +247,43 @@ def train_attention_pooling(backbone: str, output_dir: str | Path, config: Atten
     accelerator.wait_for_everyone()
     return AttentionPoolingResult(output_dir, model_dir, state["best_step"], state["best_dev"], state["step"],
                                   state["seconds"], state["history"])
+
+
+def main(argv=None) -> int:
+    """Command line: ``python -m bertsent.training.attention_pooling --backbone NAME --output DIR [--objective ...]``
+    (NLI triplets from SNLI dev + test, ``--sick`` adds SICK train's; ``--wiki-sentences N`` Wikipedia sentences
+    for the unsupervised and hybrid objectives; STS-B dev selects the checkpoint)."""
+    import argparse
+    import dataclasses
+
+    from ..data.nli import nli_triplets, wikipedia_sentences
+    from ..data.sts import load_stsb
+
+    parser = argparse.ArgumentParser(description="Train a layer-wise attention pooler (Oh et al., COLING 2022).")
+    parser.add_argument("--backbone", required=True, help="registered name, local directory or hub id")
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--sick", action="store_true", help="add SICK train triplets to SNLI's")
+    parser.add_argument("--wiki-sentences", type=int, default=100_000)
+    parser.add_argument("--dev-pairs", type=int, default=None, help="use only the first dev pairs (smoke runs)")
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--no-resume", action="store_true")
+    for f in dataclasses.fields(AttentionPoolingConfig):
+        kind = {"int | None": int, "float | None": float}.get(str(f.type))
+        kind = kind or (float if "float" in str(f.type) else int if "int" in str(f.type) else str)
+        parser.add_argument(f"--{f.name.replace('_', '-')}", type=kind, default=f.default)
+    args = parser.parse_args(argv)
+    config = AttentionPoolingConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(AttentionPoolingConfig)})
+    dev = load_stsb("dev", args.data_dir)
+    if args.dev_pairs:
+        dev = dev.head(args.dev_pairs)
+    triplets = nli_triplets(("snli", "sick") if args.sick else ("snli",), args.data_dir)
+    sentences = wikipedia_sentences(args.wiki_sentences) if config.objective != "supervised" else None
+    result = train_attention_pooling(args.backbone, args.output, config, triplets, sentences, dev,
+                                     resume=not args.no_resume)
+    print(f"best STS-B dev {result.best_dev:.2f} at step {result.best_step} of {result.steps}; "
+          f"model in {result.model_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
