@@ -162,3 +162,11 @@ def test_a_model_without_a_known_head_is_refused():
     model.classifier = torch.nn.Sequential(torch.nn.Linear(2, 2))
     with pytest.raises(ValueError, match="neither BERT's classifier head"):
         ContrastiveObjective(AclConfig()).loss(model, {"labels": torch.tensor([0])})
+
+
+def test_a_reused_objective_logs_each_fine_tuning_on_its_own(tiny_bert):
+    objective = ContrastiveObjective(AclConfig(loss="scl", gradient_gate=False))
+    first = finetune_glue(tiny_bert, "RTE", GlueConfig(**SMALL), objective=objective)
+    second = finetune_glue(tiny_bert, "RTE", GlueConfig(**SMALL), objective=objective)
+    assert first["measured_steps"] == second["measured_steps"] == 2
+    assert first["angle_mean"] == pytest.approx(second["angle_mean"])  # same seed, same run

@@ -145,6 +145,10 @@ class ContrastiveObjective(GlueObjective):
     def describe(self) -> dict:
         return {f"acl_{key}": value for key, value in asdict(self.config).items()}
 
+    def build_model(self, model_path: str, num_labels: int = 2) -> torch.nn.Module:
+        self.last, self.angles, self.dropped = {}, [], []  # one fine-tuning's log (the objective can be reused)
+        return super().build_model(model_path, num_labels)
+
     def loss(self, model, batch) -> dict:
         module, kind, classifier = _head(model)
         captured = []
@@ -263,6 +267,7 @@ class MultiExitObjective(GlueObjective):
                 for key, value in asdict(self.config).items()}
 
     def build_model(self, model_path: str, num_labels: int = 2) -> torch.nn.Module:
+        self.model = None
         return MultiExitClassifier(model_path, num_labels)
 
     def loss(self, model, batch) -> dict:
