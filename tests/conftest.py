@@ -7,6 +7,55 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import pytest
 
 
+# The words the tiny Gemma's tokenizer knows (one token each; anything else is <unk>).
+WORDS = ["This", "sentence", ":", '"', "means", "in", "one", "word", "a", "man", "plays", "guitar", "dogs", "run", "."]
+
+
+def word_tokenizer():
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {token: i for i, token in enumerate(["<pad>", "<eos>", "<bos>", "<unk>"] + WORDS)}
+    core = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()])
+    core.post_processor = processors.TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", 2)])
+    # left padding on purpose: the backbone must switch it to the right (the GGUF tokenizer also comes left-padded)
+    return PreTrainedTokenizerFast(tokenizer_object=core, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>",
+                                   unk_token="<unk>", padding_side="left")
+
+
+@pytest.fixture(scope="module")
+def tiny_gemma():
+    """A tiny random Gemma 3 (3 layers, 16-d) with a word-level tokenizer over :data:`WORDS` that adds BOS, as a
+    :class:`~bertsent.encode.backbones.CausalBackbone` (no real weights)."""
+    import torch
+    from transformers import Gemma3TextConfig, Gemma3TextModel
+
+    from bertsent.encode.backbones import CausalBackbone
+
+    torch.manual_seed(0)
+    config = Gemma3TextConfig(vocab_size=4 + len(WORDS), hidden_size=16, intermediate_size=32, num_hidden_layers=3,
+                              num_attention_heads=2, num_key_value_heads=1, head_dim=8, sliding_window=4,
+                              layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+                              max_position_embeddings=64, pad_token_id=0, bos_token_id=2, eos_token_id=1)
+    model = Gemma3TextModel(config).eval()
+    return CausalBackbone.from_loaded("tiny-gemma", word_tokenizer(), model)
+
+
+@pytest.fixture(scope="module")
+def tiny_gemma_dir(tiny_gemma, tmp_path_factory):
+    """:func:`tiny_gemma` saved with ``save_pretrained`` (model and tokenizer): a causal checkpoint directory whose
+    tokenizer pads on the left, as the GGUF one does (whoever loads it must switch to right padding)."""
+    import json
+
+    path = tmp_path_factory.mktemp("tiny-gemma")
+    tiny_gemma.model.save_pretrained(path)
+    tiny_gemma.tokenizer.save_pretrained(path)
+    settings = json.loads((path / "tokenizer_config.json").read_text())
+    (path / "tokenizer_config.json").write_text(json.dumps({**settings, "padding_side": "left"}))
+    return str(path)
+
+
 @pytest.fixture(scope="session")
 def minilm():
     from bertsent.encode.backbones import load_backbone

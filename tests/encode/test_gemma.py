@@ -1,5 +1,5 @@
 """Gemma 3 as a backbone: the GGUF join and its checksum, the causal readouts (last token, mean / max without BOS,
-the prompt readout) and the encoder on a tiny random Gemma 3 built here (no real weights)."""
+the prompt readout) and the encoder on a tiny random Gemma 3 (``tiny_gemma``, tests/conftest.py; no real weights)."""
 import hashlib
 
 import pytest
@@ -11,9 +11,6 @@ from bertsent.encode.causal_pooling import (CAUSAL_POOLINGS, PROMPT_TEMPLATE, ca
                                             last_positions, last_token_pooling, pool_all_layers_causal, prompt_text,
                                             prompt_token_ids, sentence_mask, sentence_token_pooling)
 from bertsent.encode.encoder import Encoder
-
-WORDS = ["This", "sentence", ":", '"', "means", "in", "one", "word", "a", "man", "plays", "guitar", "dogs", "run", "."]
-
 
 # ---------------------------------------------------------------- the GGUF file: join and checksum
 
@@ -105,33 +102,7 @@ def test_pool_all_layers_causal():
         pool_all_layers_causal(layers, MASK, ["prompt"])
 
 
-# ---------------------------------------------------------------- a tiny random Gemma 3
-
-def word_tokenizer():
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast
-
-    vocab = {token: i for i, token in enumerate(["<pad>", "<eos>", "<bos>", "<unk>"] + WORDS)}
-    core = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    core.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()])
-    core.post_processor = processors.TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", 2)])
-    # left padding on purpose: the backbone must switch it to the right (the GGUF tokenizer also comes left-padded)
-    return PreTrainedTokenizerFast(tokenizer_object=core, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>",
-                                   unk_token="<unk>", padding_side="left")
-
-
-@pytest.fixture(scope="module")
-def tiny_gemma():
-    from transformers import Gemma3TextConfig, Gemma3TextModel
-
-    torch.manual_seed(0)
-    config = Gemma3TextConfig(vocab_size=4 + len(WORDS), hidden_size=16, intermediate_size=32, num_hidden_layers=3,
-                              num_attention_heads=2, num_key_value_heads=1, head_dim=8, sliding_window=4,
-                              layer_types=["sliding_attention", "sliding_attention", "full_attention"],
-                              max_position_embeddings=64, pad_token_id=0, bos_token_id=2, eos_token_id=1)
-    model = Gemma3TextModel(config).eval()
-    return CausalBackbone.from_loaded("tiny-gemma", word_tokenizer(), model)
-
+# ---------------------------------------------------------------- a tiny random Gemma 3 (tests/conftest.py)
 
 def alone(backbone, text):
     """Every hidden state of one text run on its own (no padding, no batch): ``(layers, tokens, dim)``."""

@@ -37,8 +37,9 @@ def test_training_cost_reads_a_finished_run(tmp_path):
 class _FakeEncoder:
     """Records what it encodes and returns pooled vectors as the encoder does: ``vectors[pooling][layer]``."""
 
-    def __init__(self, name, calls):
+    def __init__(self, name, calls, sentence_pooling="cls"):
         self.name, self.calls = name, calls
+        self.backbone = types.SimpleNamespace(sentence_pooling=sentence_pooling)  # "last": a causal LM
 
     def encode(self, sentences, poolings):
         self.calls.append((self.name, tuple(sentences), tuple(poolings)))
@@ -60,3 +61,14 @@ def test_timing_readouts_embed_with_the_right_model_and_pooling():
     assert list(with_trained) == ["mean", "cls", "whitening", "sg_opt"]
     with_trained["sg_opt"](["y"])
     assert calls[-1] == ("trained", ("y",), ("cls",))
+
+
+def test_timing_readouts_read_a_causal_lms_last_token_as_cls():
+    from bertsent.experiments.cost import timing_readouts
+
+    calls = []
+    untrained, trained = _FakeEncoder("untrained", calls, "last"), _FakeEncoder("trained", calls, "last")
+    readouts = timing_readouts(untrained, types.SimpleNamespace(transform=lambda v: v), trained)
+    readouts["cls"](["x"])
+    readouts["sg_opt"](["y"])
+    assert calls == [("untrained", ("x",), ("last",)), ("trained", ("y",), ("last",))]

@@ -197,3 +197,61 @@ def test_one_head_gets_gradients_from_both_branches_in_training_steps(sg_opt_ste
     steps, _ = sg_opt_steps
     for number, step in enumerate(steps):
         assert step["head_reached"] == {"c": True, "h": True}, f"step {number}"
+
+
+# ---------------------------------------------------------------- a causal LM backbone (tiny random Gemma 3)
+
+GEMMA_SENTENCES = ["a man plays guitar .", "dogs run .", "a man runs", "dogs plays one guitar", "This sentence means",
+                   "one word", "a dog", "man in one word .", "guitar man", "a man plays"]
+
+
+def gemma_dev():
+    from bertsent.data.sts import SentencePairs, STSDataset
+
+    return STSDataset("tiny-gemma", "dev", {"one": SentencePairs(
+        ["a man plays guitar .", "dogs run .", "one word", "a man", "This sentence"],
+        ["a man plays .", "a man plays guitar .", "one word .", "dogs run", "means in one word"],
+        np.array([4.5, 1.0, 5.0, 2.0, 0.5]))})
+
+
+def test_two_steps_on_a_causal_lm_train_the_last_token_and_round_trip_through_sentence_transformers(
+        tiny_gemma_dir, tmp_path):
+    import json
+
+    from sentence_transformers import SentenceTransformer
+    from transformers import AutoTokenizer
+
+    from bertsent.encode.causal_pooling import last_positions
+    from bertsent.models import load_encoder
+
+    config = tiny_config(batch_size=4, max_steps=2, eval_every=1, head_dim=24)
+    result = train_self_guided(tiny_gemma_dir, GEMMA_SENTENCES, gemma_dev(), tmp_path, config, show_progress=False)
+    assert result.steps == 2 and all(np.isfinite(h["dev"]) for h in result.history)
+    summary = json.loads((tmp_path / "train.json").read_text())
+    assert summary["readout"] == "last" and summary["skip_bos"] is True
+    assert summary["peak_rss_mib"] > 50  # torch alone takes more
+    modules = json.loads((tmp_path / "model" / "modules.json").read_text())
+    pooling = json.loads((tmp_path / "model" / modules[1]["path"] / "config.json").read_text())
+    assert pooling.get("pooling_mode") == "lasttoken" or pooling.get("pooling_mode_lasttoken") is True, pooling
+
+    # our sentence vector: the saved BERT_T's last-layer last real token, batch right-padded
+    sentences = ["a man plays guitar .", "dogs run .", "one word"]
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "model")
+    assert tokenizer.padding_side == "right"
+    saved = load_encoder(tmp_path / "model").eval()
+    batch = tokenizer(sentences, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        hidden = saved(**batch).last_hidden_state
+    ours = hidden[torch.arange(len(sentences)), last_positions(batch["attention_mask"])].numpy()
+    for row, sentence in enumerate(sentences):  # the same as each sentence alone: padding never read
+        with torch.no_grad():
+            alone = saved(**tokenizer(sentence, return_tensors="pt")).last_hidden_state[0, -1].numpy()
+        assert np.abs(ours[row] - alone).max() < 1e-5, sentence
+    theirs = SentenceTransformer(str(tmp_path / "model"), device="cpu").encode(sentences)
+    assert np.abs(ours - theirs).max() < 1e-5
+    # the steps moved the trained copy's layers, not its (shared, frozen) embedding table
+    start = load_encoder(tiny_gemma_dir)
+    trained = torch.load(tmp_path / "checkpoint.pt", weights_only=False)["model"]
+    assert not torch.equal(start.layers[0].mlp.up_proj.weight, trained["trained.layers.0.mlp.up_proj.weight"])
+    assert not any("embed_tokens" in name for name in trained)
+    assert torch.equal(start.embed_tokens.weight, saved.embed_tokens.weight)

@@ -356,6 +356,18 @@ def is_causal_lm(source: str | Path) -> bool:
     return kind in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and kind not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
 
+def backbone_sentence_pooling(name: str) -> str:
+    """The readout that stands for [CLS] on the backbone ``name`` (registered name, local directory or hub id),
+    without loading its weights: ``"last"`` for a causal LM, ``"cls"`` for an encoder (as
+    :func:`~bertsent.encode.causal_pooling.sentence_token_pooling` of the loaded backbone). A GloVe backbone has no
+    sentence token: ValueError."""
+    kind = REGISTRY[name].kind if name in REGISTRY else ("causal" if is_causal_lm(backbone_path(name)) else "transformer")
+    if kind not in ("transformer", "causal"):
+        raise ValueError(f"The backbone {name!r} ({kind}) has no sentence token ([CLS] or last token); "
+                         "only transformer backbones do.")
+    return BACKBONE_CLASSES[kind].sentence_pooling
+
+
 class GloveBackbone:
     """Averaged (or max-pooled) GloVe word vectors: one "layer" (layer 0), poolings mean and max."""
 

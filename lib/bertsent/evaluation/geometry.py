@@ -292,7 +292,8 @@ def geometry_summary(emb_a, emb_b, gold, threshold: float = 4.0, n_pairs: int = 
 
 
 def embed_sentences(model, tokenizer, sentences, batch_size: int = 64, max_length: int = 128) -> np.ndarray:
-    """Sentence embeddings from a ``SelfGuidedModel``: BERT_T's last-layer [CLS], before any pooler or head.
+    """Sentence embeddings from a ``SelfGuidedModel``: BERT_T's last-layer sentence token (its ``readout``: [CLS],
+    or a causal LM's last real token), before any pooler or head.
 
     Calls the model's own ``sentence_vectors(input_ids, attention_mask)`` batch by batch, in eval mode
     (no dropout) and without gradients; the model's previous train/eval mode is restored afterwards, so this

@@ -57,15 +57,19 @@ def timing_readouts(untrained: Encoder, whitening: Whitening, trained: Encoder |
                      ) -> dict[str, Callable[[list[str]], object]]:
     """The readouts whose inference time is measured, for :func:`inference_times`, in the order they are timed.
 
-    ``mean`` and ``cls``: the untrained backbone's last-layer poolings (encoded by ``untrained``); ``whitening``:
-    its mean vectors transformed by ``whitening`` (fitted beforehand, so fitting is not timed); ``sg_opt``, only
-    with a ``trained`` encoder: that model's [CLS]. Each embeds the sentences it is given, as an evaluation does.
+    ``mean`` and ``cls``: the untrained backbone's last-layer poolings (encoded by ``untrained``), ``cls`` standing
+    for the backbone's sentence token ([CLS]; a causal LM's last token, :func:`~bertsent.encode.causal_pooling.sentence_token_pooling`);
+    ``whitening``: its mean vectors transformed by ``whitening`` (fitted beforehand, so fitting is not timed);
+    ``sg_opt``, only with a ``trained`` encoder: that model's sentence token. Each embeds the sentences it is
+    given, as an evaluation does.
     """
+    from ..encode.causal_pooling import sentence_token_pooling
+
     def mean(sentences):
         return untrained.encode(sentences, ["mean"])
 
     def cls(sentences):
-        return untrained.encode(sentences, ["cls"])
+        return untrained.encode(sentences, [sentence_token_pooling(untrained.backbone)])
 
     def whitened(sentences):
         return whitening.transform(untrained.encode(sentences, ["mean"]).vectors["mean"][-1])
@@ -73,7 +77,7 @@ def timing_readouts(untrained: Encoder, whitening: Whitening, trained: Encoder |
     readouts = {"mean": mean, "cls": cls, "whitening": whitened}
     if trained is not None:
         def sg_opt(sentences):
-            return trained.encode(sentences, ["cls"])
+            return trained.encode(sentences, [sentence_token_pooling(trained.backbone)])
 
         readouts["sg_opt"] = sg_opt
     return readouts

@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..data.sentences import training_sentences
 from ..data.sts import STSDataset
+from ..encode.causal_pooling import sentence_token_pooling
 from ..encode.encoder import Encoder
 from ..evaluation.geometry import (
     anisotropy,
@@ -36,13 +37,18 @@ METHOD_VERSION = 1  # bump when the maths changes
 
 @dataclass
 class Readout:
-    """Sentence vectors from ``encoder``: ``pooling`` at ``layer``, then ``transform`` (e.g. whitening)."""
+    """Sentence vectors from ``encoder``: ``pooling`` at ``layer``, then ``transform`` (e.g. whitening).
+    ``pooling=None`` (the default): the backbone's sentence token, [CLS] or a causal LM's last token
+    (:func:`~bertsent.encode.causal_pooling.sentence_token_pooling`)."""
     backbone: str
     method: str
     encoder: Encoder
-    pooling: str = "cls"
+    pooling: str | None = None
     layer: int = -1
     transform: Callable[[np.ndarray], np.ndarray] | None = None
+
+    def __post_init__(self):
+        self.pooling = self.pooling or sentence_token_pooling(self.encoder.backbone)
 
     def vectors(self, sentences: list[str]) -> np.ndarray:
         pooled = self.encoder.encode(sentences, [self.pooling])
@@ -142,7 +148,8 @@ def geometry_claims(geometry: pd.DataFrame, backbones, methods, baseline: str = 
     claims table (:func:`bertsent.report.claims.claims_table`, with ``backbone``, ``method`` and ``quantity``).
 
     Our effect is the trained readout's anisotropy (uniformity) minus that of the untrained ``baseline`` readout of
-    the same backbone (its [CLS], the vector SG / SG-OPT train). The papers give a direction (lower) and no number,
+    the same backbone (its sentence token, the vector SG / SG-OPT train: the method label ``"cls"`` also names a
+    causal LM's last-token row). The papers give a direction (lower) and no number,
     so the verdict comes from the sign beyond the noise. The trained rows have ``seeds`` seeds and the untrained one
     none; a one-seed row borrows ``spreads[quantity]`` (a :class:`~bertsent.report.claims.Spread` of that
     measurement over seeds) and, with none given, the tolerance is not measured and the verdict rests on the sign.

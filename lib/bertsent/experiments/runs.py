@@ -179,9 +179,13 @@ def evaluation_settings(module: str, **settings) -> dict:
 def trained_transfer_scores(backbone: str, train_data: str, config: SelfGuidedConfig, tasks: dict, data_dir=None,
                             runs_dir: Path | None = None, results_dir=None, batch_size: int = 64,
                             max_length: int = 128) -> pd.DataFrame:
-    """Transfer accuracy (one row per task: ``task``, ``accuracy``) of one run's last-layer [CLS], from its
-    committed results or computed and committed. ``tasks``: name -> loaded (possibly subsampled) task."""
-    settings = evaluation_settings("bertsent.experiments.runs", readout="cls", layer=-1, max_length=max_length,
+    """Transfer accuracy (one row per task: ``task``, ``accuracy``) of one run's last-layer sentence token ([CLS];
+    a causal LM's last token; the evaluation keeps its name ``transfer_cls``, its settings record the readout),
+    from its committed results or computed and committed. ``tasks``: name -> loaded (possibly subsampled) task."""
+    from ..encode.backbones import backbone_sentence_pooling
+
+    readout = backbone_sentence_pooling(backbone)
+    settings = evaluation_settings("bertsent.experiments.runs", readout=readout, layer=-1, max_length=max_length,
                                    tasks={name: {split: len(examples) for split, examples in task.splits.items()}
                                           for name, task in tasks.items()})
 
@@ -190,7 +194,7 @@ def trained_transfer_scores(backbone: str, train_data: str, config: SelfGuidedCo
         from ..encode.encoder import Encoder
 
         return transfer_scores(Encoder(load_backbone(str(model_dir)), batch_size, max_length, show_progress=False),
-                               tasks, "cls")
+                               tasks, readout)
 
     return run_scores(backbone, train_data, config, "transfer_cls", settings, compute, data_dir, None, runs_dir,
                       results_dir)

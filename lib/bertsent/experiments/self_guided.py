@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..data.sts import STSDataset
+from ..encode.causal_pooling import sentence_token_pooling
 from ..encode.encoder import Encoder
 from ..encode.whitening import Whitening
 from ..report.claims import NO_CLAIM, Side, Spread, claims_table, judge, seed_noise
@@ -47,16 +48,20 @@ def ablation_config(variant: str, seed: int, **base) -> SelfGuidedConfig:
 def trained_scores(backbone: str, train_data: str, config: SelfGuidedConfig, datasets: dict[str, STSDataset],
                    dev: STSDataset | None = None, data_dir=None, runs_dir: Path | None = None,
                    results_dir=None, **encoder_options) -> pd.DataFrame:
-    """One run's last-layer [CLS] scored on every dataset and aggregation: read from the run's committed results
-    (``results/runs/sg/<key>/``) when they hold these datasets; else trained (or reused) and scored, then committed."""
-    from ..encode.backbones import load_backbone
+    """One run's last-layer sentence token ([CLS]; a causal LM's last token) scored on every dataset and
+    aggregation: read from the run's committed results (``results/runs/sg/<key>/``) when they hold these datasets;
+    else trained (or reused) and scored, then committed. The evaluation keeps its name ``sts_cls`` for either
+    token; its settings record the readout (``cls`` or ``last``)."""
+    from ..encode.backbones import backbone_sentence_pooling, load_backbone
     from .runs import evaluation_settings, run_scores
 
-    settings = evaluation_settings(__name__, readout="cls", layer=-1,
+    readout = backbone_sentence_pooling(backbone)
+    settings = evaluation_settings(__name__, readout=readout, layer=-1,
                                    max_length=encoder_options.get("max_length", 128),
                                    datasets={name: len(dataset) for name, dataset in datasets.items()})
     return run_scores(backbone, train_data, config, "sts_cls", settings,
-                      lambda model: score_encoder(Encoder(load_backbone(str(model)), **encoder_options), datasets),
+                      lambda model: score_encoder(Encoder(load_backbone(str(model)), **encoder_options), datasets,
+                                                  readout),
                       data_dir, dev, runs_dir, results_dir)
 
 
@@ -74,9 +79,12 @@ def labelled_scores(scores: pd.DataFrame, backbone: str, method: str, train_data
     return scores.assign(backbone=backbone, method=method, train_data=train_data, seed=seed)
 
 
-def score_encoder(encoder: Encoder, datasets: dict[str, STSDataset], pooling: str = "cls", layer: int = -1,
+def score_encoder(encoder: Encoder, datasets: dict[str, STSDataset], pooling: str | None = None, layer: int = -1,
                   transform=None) -> pd.DataFrame:
-    """Spearman x 100 of one readout (pooling, layer, optional vector transform) on every dataset and aggregation."""
+    """Spearman x 100 of one readout (pooling, layer, optional vector transform) on every dataset and aggregation.
+    ``pooling=None``: the backbone's sentence token (:func:`~bertsent.encode.causal_pooling.sentence_token_pooling`:
+    [CLS], or a causal LM's last token)."""
+    pooling = pooling or sentence_token_pooling(encoder.backbone)
     table, _ = layer_pooling_scores(encoder, datasets, [pooling], [layer], transform)
     return table[["dataset", "aggregation", "spearman"]].reset_index(drop=True)
 

@@ -11,7 +11,8 @@ METHOD_VERSION = 1  # bump when the maths changes
 
 LAYER_POOLING_COLUMNS = ["backbone", "dataset", "layer", "pooling", "aggregation", "spearman"]
 BASELINE_COLUMNS = ["backbone", "method", "dataset", "aggregation", "spearman"]
-# baseline method -> (pooling, layer); layer -1 is the last layer
+# baseline method -> (pooling, layer); layer -1 is the last layer. The method "cls" is the backbone's sentence
+# token: [CLS] for an encoder, the last token for a causal LM (see baseline_poolings); the row keeps the name "cls".
 BASELINE_METHODS = {"cls": ("cls", -1), "mean": ("mean", -1), "first_last_avg": ("first_last_avg", -1)}
 GLOVE_METHOD = "glove_mean"
 
@@ -56,16 +57,26 @@ def layer_pooling_scores(encoder: Encoder, datasets: dict[str, STSDataset], pool
     return table, subsets
 
 
+def baseline_poolings(backbone) -> dict[str, str]:
+    """Baseline method -> the pooling that computes it on ``backbone``: :data:`BASELINE_METHODS`, with ``cls`` read
+    as the backbone's sentence token (``"last"`` on a causal LM; a causal LM's mean also leaves BOS out)."""
+    from ..encode.causal_pooling import sentence_token_pooling
+
+    token = sentence_token_pooling(backbone)
+    return {method: token if method == "cls" else pooling for method, (pooling, _) in BASELINE_METHODS.items()}
+
+
 def baseline_scores(encoder: Encoder, datasets: dict[str, STSDataset]) -> pd.DataFrame:
-    """Untrained baselines: GloVe mean for a GloVe backbone; last-layer [CLS], mean and first-last average otherwise."""
+    """Untrained baselines: GloVe mean for a GloVe backbone; last-layer [CLS] (a causal LM's last token, still
+    labelled ``cls``), mean and first-last average otherwise."""
     backbone = encoder.backbone
     if backbone.kind == "glove":
         table, _ = layer_pooling_scores(encoder, datasets, ["mean"], layers=[0])
         table["method"] = GLOVE_METHOD
     else:
-        poolings = [pooling for pooling, _ in BASELINE_METHODS.values()]
-        table, _ = layer_pooling_scores(encoder, datasets, poolings, layers=[-1])
-        table["method"] = table["pooling"].map({p: m for m, (p, _) in BASELINE_METHODS.items()})
+        methods = baseline_poolings(backbone)
+        table, _ = layer_pooling_scores(encoder, datasets, list(methods.values()), layers=[-1])
+        table["method"] = table["pooling"].map({p: m for m, p in methods.items()})
     return table[BASELINE_COLUMNS]
 
 

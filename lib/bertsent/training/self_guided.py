@@ -5,6 +5,12 @@ AdamW with betas (0.9, 0.9), gradient clipping at 1.0, max length 128, tau 0.01,
 (Spearman of BERT_T's last-layer [CLS] cosine) is evaluated every 50 steps and the best checkpoint is
 reloaded before anything is tested (the released code tested the last model in memory instead).
 
+A causal LM backbone (Gemma 3; :func:`~bertsent.encode.backbones.is_causal_lm`) is trained the same way with
+its sentence token, the last real token, as c (``SelfGuidedModel(readout="last")``), BERT_F's views leaving the
+BOS token out (``skip_bos``, when the tokenizer adds one), and its tokenizer prepared as
+:class:`~bertsent.encode.backbones.CausalBackbone` prepares it (right padding, a pad token). Dev selection, the
+saved sentence-transformers model (last-token pooling) and every later evaluation read that same token.
+
 Determinism and resumption: the sentence order of each epoch and every random draw of a step (the sampled
 layer of L^base / L^opt1 / L^opt2, dropout) are seeded from ``(seed, epoch)`` and ``(seed, step)``, so a run
 resumed from its checkpoint makes exactly the updates an uninterrupted run makes.
@@ -18,7 +24,9 @@ import argparse
 import json
 import math
 import os
+import resource
 import shutil
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -26,7 +34,8 @@ import numpy as np
 import torch
 
 from ..data.sts import STSDataset
-from ..encode.backbones import TransformerBackbone, backbone_path
+from ..encode.backbones import CausalBackbone, TransformerBackbone, backbone_path, is_causal_lm
+from ..encode.causal_pooling import sentence_token_pooling
 from ..encode.encoder import Encoder
 from ..evaluation.sts import cosine_rows, evaluate_sts
 from ..losses import LOSSES, weight_distance_regularizer
@@ -37,7 +46,7 @@ from .loop import (LoopSettings, Method, TrainingDivergedError, adamw, make_acce
 
 METHOD_VERSION = 1  # bump when the maths changes
 
-__all__ = ["SelfGuidedConfig", "SelfGuidedMethod", "TrainResult", "TrainingDivergedError", "dev_score",
+__all__ = ["SelfGuidedConfig", "SelfGuidedMethod", "TrainResult", "TrainingDivergedError", "dev_score", "peak_memory_mib",
            "save_sentence_transformer", "train_self_guided"]
 
 
@@ -85,16 +94,26 @@ def _epoch_batches(n: int, batch_size: int, seed: int, epoch: int) -> list[list[
 
 
 def dev_score(model: SelfGuidedModel, tokenizer, dev: STSDataset, max_length: int, batch_size: int = 64) -> float:
-    """Spearman x 100 ("all") of BERT_T's last-layer [CLS] cosine on a dev set."""
+    """Spearman x 100 ("all") of BERT_T's last-layer sentence token (the model's readout: [CLS], or the last token
+    of a causal LM) cosine on a dev set."""
     was_training = model.training
     model.eval()
-    backbone = TransformerBackbone.from_loaded("trained", tokenizer, model.trained, next(model.parameters()).device)
+    kind = CausalBackbone if model.readout == "last" else TransformerBackbone
+    backbone = kind.from_loaded("trained", tokenizer, model.trained, next(model.parameters()).device)
+    token = sentence_token_pooling(backbone)
     pooled = Encoder(backbone, batch_size=batch_size, max_length=max_length, show_progress=False).encode(
-        dev.sentences(), poolings=["cls"])
+        dev.sentences(), poolings=[token])
     last = pooled.n_layers - 1
-    score = evaluate_sts(dev, lambda a, b: cosine_rows(pooled.lookup(a, "cls", last), pooled.lookup(b, "cls", last)))
+    score = evaluate_sts(dev, lambda a, b: cosine_rows(pooled.lookup(a, token, last), pooled.lookup(b, token, last)))
     model.train(was_training)
     return score["all"]
+
+
+def peak_memory_mib() -> float:
+    """Peak resident memory of this process so far, in MiB (``getrusage``'s ``ru_maxrss``: KiB on Linux, bytes on
+    macOS)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1 << 20) if sys.platform == "darwin" else peak / 1024
 
 
 def train_self_guided(backbone: str, sentences: list[str], dev: STSDataset, output_dir: str | Path,
@@ -103,7 +122,11 @@ def train_self_guided(backbone: str, sentences: list[str], dev: STSDataset, outp
     """Train SG / SG-OPT on ``sentences`` (no labels), select on ``dev``, save to ``output_dir``.
 
     ``output_dir`` receives ``checkpoint.pt`` (for resumption), ``best.pt`` (BERT_T's best weights),
-    ``model/`` (the selected model in sentence-transformers format: [CLS] pooling) and ``train.json``.
+    ``model/`` (the selected model in sentence-transformers format: [CLS] pooling, last-token pooling for a causal
+    LM) and ``train.json`` (with ``peak_rss_mib``: the process's peak resident memory when training ended, model
+    loading included; per process under accelerate).
+    A causal LM (``backbone`` whose checkpoint :func:`~bertsent.encode.backbones.is_causal_lm`) trains its last
+    real token as c; see the module's docstring.
     ``callbacks``: functions called as ``callback(step, model, tokenizer)`` at every evaluation.
     ``checkpoint_every``: steps between resumable checkpoints (taken at evaluations; the optimizer state
     makes one several times the model's size, so not at every evaluation).
@@ -117,8 +140,12 @@ def train_self_guided(backbone: str, sentences: list[str], dev: STSDataset, outp
     accelerator = make_accelerator()
     seed_everything(config.seed)
     tokenizer = AutoTokenizer.from_pretrained(source)
-    model = SelfGuidedModel(load_encoder(source), config.view_pooling, config.frozen_dropout,
-                            config.projection, config.head_dim)
+    encoder = load_encoder(source)
+    causal, skip_bos = is_causal_lm(source), False
+    if causal:  # right padding and a pad token, as the causal backbone reads it; BOS known
+        skip_bos = CausalBackbone.from_loaded(backbone, tokenizer, encoder).adds_bos
+    model = SelfGuidedModel(encoder, config.view_pooling, config.frozen_dropout, config.projection, config.head_dim,
+                            readout="last" if causal else "cls", skip_bos=skip_bos)
     sentences = list(dict.fromkeys(s for s in sentences if s.strip()))
     steps_per_epoch = len(_epoch_batches(len(sentences), config.batch_size, config.seed, 0))
     total_steps = steps_per_epoch * config.epochs
@@ -137,10 +164,11 @@ def train_self_guided(backbone: str, sentences: list[str], dev: STSDataset, outp
 
     # The selected model (restored by the loop from best.pt), not the last one in memory.
     if accelerator.is_main_process:
-        save_sentence_transformer(model.trained, tokenizer, output_dir / "model")
+        save_sentence_transformer(model.trained, tokenizer, output_dir / "model", model.readout)
         # the thread count when the run finished: the time per step means little without it
         summary = {"backbone": backbone, "config": asdict(config), "sentences": len(sentences), **state,
-                   "torch_threads": torch.get_num_threads(), "processes": accelerator.num_processes}
+                   "torch_threads": torch.get_num_threads(), "processes": accelerator.num_processes,
+                   "readout": model.readout, "skip_bos": model.skip_bos, "peak_rss_mib": round(peak_memory_mib(), 1)}
         (output_dir / "train.json").write_text(json.dumps(summary, indent=2) + "\n")
     accelerator.wait_for_everyone()
     return TrainResult(output_dir, state["best_step"], state["best_dev"], state["step"], state["seconds"],
@@ -197,17 +225,25 @@ class SelfGuidedMethod(Method):
         model.trained.load_state_dict(weights)
 
 
-def save_sentence_transformer(encoder, tokenizer, path: Path) -> None:
-    """Save BERT_T with [CLS] pooling so that ``SentenceTransformer(path)`` reproduces our sentence vectors."""
+def save_sentence_transformer(encoder, tokenizer, path: Path, readout: str | None = None) -> None:
+    """Save BERT_T with its sentence-token pooling so that ``SentenceTransformer(path)`` reproduces our sentence
+    vectors: [CLS] (``readout="cls"``) or, for a causal LM (``readout="last"``), sentence-transformers'
+    ``lasttoken`` pooling, the last real token of each row; the tokenizer is saved as given (a causal one
+    prepared to pad on the right). ``readout=None``: ``"last"`` when the encoder is a causal LM, else ``"cls"``."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
+    modes = {"cls": "cls", "last": "lasttoken"}
     staging = path.with_name(path.name + ".hf")
     encoder.save_pretrained(staging)
     tokenizer.save_pretrained(staging)
+    if readout is None:
+        readout = "last" if is_causal_lm(staging) else "cls"
+    if readout not in modes:
+        raise ValueError(f"Unknown readout {readout!r}. Known: {', '.join(modes)}.")
     with quiet_transformers():  # BERT_T has no pooler on purpose; its absence is not news
         transformer = Transformer(str(staging))
-    pooling = Pooling(encoder.config.hidden_size, pooling_mode="cls")
+    pooling = Pooling(encoder.config.hidden_size, pooling_mode=modes[readout])
     tmp = path.with_name(path.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     SentenceTransformer(modules=[transformer, pooling], device="cpu").save(str(tmp))
