@@ -33,6 +33,12 @@ def test_readable_table_has_no_index_no_nan_and_keeps_index_names_as_columns():
     assert "71.23" in repr(table) and "NaN" not in repr(table)
 
 
+def test_scores_that_happen_to_be_whole_keep_their_decimals():
+    table = readable(pd.DataFrame({"accuracy": [0.0, 1.0], "steps": [4.0, np.nan], "tokens": [1907.0, 1834.0],
+                                   "seeds": pd.array([1, 2], dtype="Int64")}))
+    assert table.frame.values.tolist() == [["0.00", "4.00", "1907", "1"], ["1.00", "", "1834", "2"]]
+
+
 def test_a_plain_range_index_is_dropped():
     table = readable(pd.DataFrame({"score": [1.5, 2.25]}))
     assert list(table.frame.columns) == ["score"]

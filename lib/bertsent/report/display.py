@@ -41,9 +41,15 @@ def format_number(value, decimals: int = 2, integral: bool = False) -> str:
 
 
 def _integral(column: pd.Series) -> bool:
+    """Whether a column holds counts: an integer dtype, or floats that are all whole numbers with one of at least
+    10 (integers made floats by a missing value: steps, tokens); a score column of 0.0 and 1.0 keeps decimals."""
     values = [v for v in column if not _missing(v)]
-    return bool(values) and all(isinstance(v, numbers.Real) and not isinstance(v, bool) and float(v).is_integer()
-                                and abs(float(v)) < 1e15 for v in values)
+    if not values or not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values):
+        return False
+    if pd.api.types.is_integer_dtype(column.dtype):
+        return True
+    return (all(float(v).is_integer() and abs(float(v)) < 1e15 for v in values)
+            and max(abs(float(v)) for v in values) >= 10)
 
 
 def readable_frame(frame: pd.DataFrame, decimals: int = 2, decimals_by_column: dict | None = None) -> pd.DataFrame:
