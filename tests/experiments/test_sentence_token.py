@@ -29,11 +29,12 @@ def test_the_sentence_token_of_a_backbone_by_name(tiny_gemma_dir, minilm):
 def test_untrained_baselines_label_a_causal_lms_last_token_cls(tiny_gemma):
     from bertsent.experiments.sts_tables import baseline_poolings, baseline_scores, layer_pooling_scores
 
-    assert baseline_poolings(tiny_gemma) == {"cls": "last", "mean": "mean", "first_last_avg": "first_last_avg"}
+    assert baseline_poolings(tiny_gemma) == {"cls": "last", "mean": "mean", "first_last_avg": "first_last_avg",
+                                             "prompt": "prompt"}
     encoder = Encoder(tiny_gemma, show_progress=False)
     datasets = tiny_sts()
     baselines = baseline_scores(encoder, datasets).set_index(["method", "aggregation"])["spearman"]
-    assert sorted(set(baselines.index.get_level_values("method"))) == ["cls", "first_last_avg", "mean"]
+    assert sorted(set(baselines.index.get_level_values("method"))) == ["cls", "first_last_avg", "mean", "prompt"]
     full, _ = layer_pooling_scores(encoder, datasets, ["last", "mean"], layers=[-1])
     full = full.set_index(["pooling", "aggregation"])["spearman"]
     assert math.isclose(baselines[("cls", "all")], full[("last", "all")])

@@ -59,11 +59,15 @@ def layer_pooling_scores(encoder: Encoder, datasets: dict[str, STSDataset], pool
 
 def baseline_poolings(backbone) -> dict[str, str]:
     """Baseline method -> the pooling that computes it on ``backbone``: :data:`BASELINE_METHODS`, with ``cls`` read
-    as the backbone's sentence token (``"last"`` on a causal LM; a causal LM's mean also leaves BOS out)."""
+    as the backbone's sentence token (``"last"`` on a causal LM; a causal LM's mean also leaves BOS out); a causal
+    LM adds ``prompt``, the last token of the prompt-wrapped sentence (:data:`~bertsent.encode.causal_pooling.PROMPT_TEMPLATE`)."""
     from ..encode.causal_pooling import sentence_token_pooling
 
     token = sentence_token_pooling(backbone)
-    return {method: token if method == "cls" else pooling for method, (pooling, _) in BASELINE_METHODS.items()}
+    methods = {method: token if method == "cls" else pooling for method, (pooling, _) in BASELINE_METHODS.items()}
+    if "prompt" in getattr(backbone, "poolings", ()):
+        methods["prompt"] = "prompt"  # a causal LM's zero-shot sentence readout (PromptEOL's template)
+    return methods
 
 
 def baseline_scores(encoder: Encoder, datasets: dict[str, STSDataset]) -> pd.DataFrame:
