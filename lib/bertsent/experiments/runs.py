@@ -430,3 +430,68 @@ def publish_run(run: PretrainingRun, target, name: str, glue: pd.DataFrame | Non
     publish_checkpoint(run.run_dir, target, name, glue)
     write_json_atomic(published, {**json.loads(published.read_text(encoding="utf-8")), "run_key": run.key})
     return target
+
+
+# --- layer-wise attention pooling (Oh et al., COLING 2022) -----------------------------------------------------
+
+ATTENTION_TRAINING_PATH = ("bertsent.training.attention_pooling", "bertsent.data.nli")
+
+
+def attention_identity(backbone: str, config, sources=("snli",), max_triplets: int | None = None,
+                       dev_pairs: int | None = None) -> dict:
+    """What an attention-pooling run's numbers depend on: backbone (and its weights' digest), the
+    :class:`~bertsent.training.attention_pooling.AttentionPoolingConfig` (seed and pooling included), the NLI
+    ``sources`` and how many triplets are kept (``max_triplets``: the first ones; None all), the data manifest, the
+    STS-B dev pairs that select the checkpoint, and the method versions of the training path."""
+    return {"kind": "attention_pooling", **backbone_identity(backbone), "sources": list(sources),
+            "max_triplets": max_triplets, "data": manifest_digest(), "dev_pairs": dev_pairs, "config": asdict(config),
+            "methods": path_versions(ATTENTION_TRAINING_PATH)["digest"]}
+
+
+def attention_run_key(backbone: str, config, sources=("snli",), max_triplets: int | None = None,
+                      dev_pairs: int | None = None) -> str:
+    """``<backbone>-<objective>-<pooling>-s<seed>-<hash of attention_identity>``."""
+    return run_key(f"{backbone.replace('/', '_')}-{config.objective}-{config.pooling}-s{config.seed}",
+                   attention_identity(backbone, config, sources, max_triplets, dev_pairs))
+
+
+def _record_attention(stored: StoredRun, directory: Path, identity: dict) -> None:
+    summary = json.loads((directory / "train.json").read_text(encoding="utf-8"))
+    history = pd.DataFrame(summary.pop("history"))
+    history["best"] = history["step"] == summary["best_step"]
+    step0 = history.loc[history["step"] == 0, "dev"] if "dev" in history else pd.Series(dtype=float)
+    dev_step0 = float(step0.iloc[0]) if len(step0) else None
+    config = summary["config"]
+    train = {**summary, "dev_step0": dev_step0, "identity": identity,
+             "method_versions": path_versions(ATTENTION_TRAINING_PATH)["modules"],
+             "summary": {"backbone": summary["backbone"], "objective": config["objective"],
+                         "pooling": config["pooling"], "seed": config["seed"], "triplets": summary["triplets"],
+                         "steps": summary["step"], "best_step": summary["best_step"], "best_dev": summary["best_dev"],
+                         "dev_step0": dev_step0, "seconds": round(summary["seconds"], 1),
+                         "seconds_per_step": round(summary["seconds"] / max(summary["step"], 1), 3),
+                         "threads": summary.get("torch_threads")}}
+    stored.record(json.loads(json.dumps(train, default=float)), history)
+
+
+def attention_run(backbone: str, config, triplets_loader: Callable[[], object], dev: STSDataset,
+                  sources=("snli",), max_triplets: int | None = None, root: Path | None = None, results_dir=None,
+                  need_model: bool = False, log: Callable[[str], None] = print) -> tuple[StoredRun, Path]:
+    """An attention-pooling run: ``(stored results, .cache directory)``. Trained (or resumed) only when its results
+    are not committed, or when ``need_model`` and its weights are gone; ``triplets_loader()`` gives the (already
+    cut) triplets then. ``dev``: the selection set (its length enters the key)."""
+    from ..training.attention_pooling import train_attention_pooling
+
+    identity = attention_identity(backbone, config, sources, max_triplets, len(dev))
+    stored = StoredRun.at("attention_pooling", attention_run_key(backbone, config, sources, max_triplets, len(dev)),
+                          results_dir)
+    directory = Path(root or CACHE_DIR / "runs") / stored.key
+    finished = _finished(directory) and (directory / "best.pt").is_file()
+    if (not stored.exists or need_model) and not finished:
+        if stored.exists:
+            log(f"retraining {stored.key}: its results are committed (attention_pooling/{stored.key}) but its "
+                f"weights are not in {directory}, and this page needs the model itself")
+        train_attention_pooling(backbone, directory, config, triplets=triplets_loader(), dev=dev,
+                                show_progress=False)
+    if not stored.exists:
+        _record_attention(stored, directory, identity)
+    return stored, directory

@@ -31,7 +31,7 @@ import pandas as pd
 from ..paths import RESULTS_DIR
 from ..report.io import write_csv_atomic, write_json_atomic
 
-KINDS = ("sg", "pretraining", "glue")
+KINDS = ("sg", "pretraining", "glue", "attention_pooling")
 
 
 def store_root(results_dir=None) -> Path:
