@@ -95,3 +95,31 @@ _DOMAIN_CHANGES = {"sg_opt": {"stsb": -1.83, "avg": -1.63}, "bert_flow": {"stsb"
 def sg_opt_domain_changes() -> pd.DataFrame:
     """The paper's domain-robustness figures: index method; columns ``stsb`` and ``avg`` (NLI minus STS-B)."""
     return pd.DataFrame(_DOMAIN_CHANGES).T.rename_axis("method")
+
+
+# Layer-wise attention pooling: Oh, Kim, Lee, Huang and Lim, "Don't Judge a Language Model by Its Last Layer:
+# Contrastive Learning with Layer-Wise Attention Pooling", COLING 2022, pp. 4585-4592 (arXiv 2209.05972).
+# Only these numbers could be recovered: the paper's pooling-ablation table (BERT-base, supervised objective,
+# STS-B test Spearman x 100) and its semantic-search result (Quora duplicate questions, RoBERTa-large, MRR@10), as
+# given in the Korean summary ``../shared/papers/002_cbc324ad520e93c4.txt`` ("주요 결과") and the digest
+# ``../shared/reference/papers-acl-layeratt.md`` ("Reported tables"). Neither gives the table's number or page,
+# so none is cited; the other ablation rows ([CLS] last, mean last, attention over [CLS] or means alone) and the
+# seven-set averages are not recoverable and are left out, never guessed. Pooling names as
+# ``bertsent.models.layer_attention.POOLINGS``.
+_LAYER_ATTENTION_STSB = {
+    "cls_mean_last": 85.11,  # [CLS] last + mean last, concatenated (fixed pooling)
+    "att_both": 86.57,       # attention over all layers' [CLS] and means, no concatenation
+    "att_both_cls": 86.76,   # LayerAttPooler: the above concatenated with the last layer's [CLS]
+}
+_LAYER_ATTENTION_QUORA = {"baseline": 65.85, "layer_attention": 66.32}  # MRR@10, RoBERTa-large
+
+
+def layer_attention_stsb() -> pd.Series:
+    """The paper's pooling ablation, STS-B test Spearman x 100 (BERT-base, supervised), by pooling name."""
+    return pd.Series(_LAYER_ATTENTION_STSB, name="stsb").rename_axis("pooling")
+
+
+def layer_attention_search() -> pd.Series:
+    """The paper's semantic search, Quora duplicate questions, RoBERTa-large: MRR@10 of the contrastive baseline and
+    of the same model with layer-wise attention pooling."""
+    return pd.Series(_LAYER_ATTENTION_QUORA, name="mrr@10").rename_axis("model")
