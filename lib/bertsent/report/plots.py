@@ -262,3 +262,65 @@ def stall_study_curves(history: pd.DataFrame, majority_floor: float | None = Non
     axes[-1].set_xlabel("tokens seen (millions)")
     fig.tight_layout()
     return fig
+
+
+def alpha_heatmaps(alphas: dict[str, np.ndarray]):
+    """Layer-wise attention pooling's learned weights, one column per backbone: the mean alpha (rows = query hidden
+    state l, columns = key hidden state m, each row sums to one) above the weight each hidden state receives in the
+    pooled vector (the column means), with the uniform 1/L dashed."""
+    n = len(alphas)
+    fig, axes = plt.subplots(2, n, figsize=(max(4.8 * n, 6.0), 7.6), squeeze=False,
+                             gridspec_kw={"height_ratios": [3, 1.3]})
+    for col, (backbone, alpha) in enumerate(alphas.items()):
+        alpha = np.asarray(alpha)
+        states = alpha.shape[0]
+        sns.heatmap(alpha, ax=axes[0][col], cmap="magma", vmin=0, annot=states <= 8, fmt=".2f",
+                    cbar_kws={"label": "alpha"}, square=True)
+        axes[0][col].set_title(backbone)
+        axes[0][col].set_xlabel("key hidden state m (0 = embeddings)")
+        axes[0][col].set_ylabel("query hidden state l")
+        weights = alpha.mean(axis=0)
+        ax = axes[1][col]
+        ax.bar(np.arange(states), weights, color=["tab:red" if i == states - 1 else "tab:blue" for i in range(states)])
+        ax.axhline(1 / states, color="0.3", ls="--", lw=1, label="uniform 1/L")
+        ax.set_xlabel("hidden state (red: last)")
+        ax.set_ylabel("weight in a")
+        ax.set_xticks(np.arange(states))
+        ax.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+def pooling_ablation_bars(table: pd.DataFrame, metric: str = "stsb", paper_column: str | None = "paper_stsb"):
+    """The pooling ablation as horizontal bars, one panel per backbone: ``metric`` (mean over seeds, the sd as an
+    error bar) per trained pooling, the paper's BERT-base figure (where it reports one) as a black diamond.
+
+    ``table``: :func:`bertsent.experiments.attention_pooling.ablation_table` (columns backbone, pooling, metric,
+    ``<metric>_sd``, seeds and ``paper_column``)."""
+    backbones = list(dict.fromkeys(table["backbone"]))
+    fig, axes = plt.subplots(1, len(backbones), figsize=(max(5.2 * len(backbones), 7.0), 0.5 * table["pooling"].nunique() + 1.6),
+                             squeeze=False, sharey=True)
+    for ax, backbone in zip(axes[0], backbones):
+        rows = table[table["backbone"] == backbone].reset_index(drop=True)
+        y = np.arange(len(rows))
+        colours = ["tab:orange" if p.startswith("att") else "tab:blue" for p in rows["pooling"]]
+        ax.barh(y, rows[metric], xerr=rows[f"{metric}_sd"].fillna(0), color=colours, alpha=0.85, capsize=3)
+        for i, (value, seeds) in enumerate(zip(rows[metric], rows["seeds"])):
+            if pd.notna(value):
+                ax.text(value, i, f" {value:.1f} ({seeds} seed{'s' if seeds != 1 else ''})", va="center", fontsize=8)
+        if paper_column and paper_column in rows:
+            marked = rows[paper_column].notna()
+            ax.scatter(rows.loc[marked, paper_column], y[marked], marker="D", color="black", zorder=3,
+                       label="paper (BERT-base)")
+            if marked.any():
+                ax.legend(fontsize=8, loc="lower right")
+        ax.set_yticks(y)
+        ax.set_yticklabels(rows["pooling"])
+        ax.invert_yaxis()
+        ax.set_title(backbone)
+        ax.set_xlabel({"stsb": "STS-B test Spearman x 100", "avg": "seven-set STS average"}.get(metric, metric))
+        finite = pd.concat([rows[metric], rows.get(paper_column, pd.Series(dtype=float))]).dropna()
+        if len(finite):
+            ax.set_xlim(max(0, finite.min() - 10), min(100, finite.max() + 8))
+    fig.tight_layout()
+    return fig
