@@ -435,3 +435,46 @@ def search_claims(table: pd.DataFrame, paper_effect: float, pooler: str = PAPER_
             rows.append(judge(f"{pooler} > {baseline} trained alone ({metric}, {name})", float(ours), paper_effect,
                               seed_noise(Side(seeds=1), Side(seeds=1)), backbone=backbone, rq="RQ3"))
     return claims_table(rows)
+
+
+# --- what the pages iterate over -----------------------------------------------------------------------------------
+
+def ablation_runs(backbones, poolings, seeds, main_poolings=(), main_seeds=(), data: TrainingData | None = None,
+                  training: dict | None = None, runs_dir=None, results_dir=None) -> list[Run]:
+    """Every run of the pooling ablation: each backbone x pooling with ``seeds``, the ``main_poolings`` with
+    ``main_seeds`` instead (the main comparison, more seeds)."""
+    data = data or TrainingData()
+    return [Run(backbone, run_config(pooling, seed, **(training or {})), data, runs_dir, results_dir)
+            for backbone in backbones for pooling in poolings
+            for seed in (main_seeds if pooling in main_poolings and main_seeds else seeds)]
+
+
+def training_summaries(runs: list[Run]) -> pd.DataFrame:
+    """One row per run: backbone, pooling, seed, triplets, steps, best step and dev score, seconds, seconds per
+    step, threads (from the committed ``train.json``)."""
+    return pd.DataFrame([run.summary() for run in runs]).drop(columns=["objective"], errors="ignore")
+
+
+def load_retrieval_sets(names, max_pairs: int | None = None, data_dir=None) -> dict:
+    """The retrieval stand-ins by name (:mod:`bertsent.evaluation.retrieval`); ``max_pairs`` (smoke runs): STS-B /
+    SICK-R built from the first pairs of every subset only, MRPC from its first test pairs."""
+    from ..data.sts import load_sickr, load_stsb
+    from ..data.transfer import load_transfer
+    from ..evaluation.retrieval import GOLD_THRESHOLD, load_retrieval_set, retrieval_set_from_pairs
+
+    out = {}
+    for name in names:
+        if not max_pairs:
+            out[name] = load_retrieval_set(name, data_dir=data_dir)
+        elif name in ("stsb", "sickr"):
+            dataset = (load_stsb if name == "stsb" else load_sickr)("test", data_dir).head(max_pairs)
+            first = [s for p in dataset.subsets.values() for s in p.sentences1]
+            second = [s for p in dataset.subsets.values() for s in p.sentences2]
+            gold = np.concatenate([p.scores for p in dataset.subsets.values()])
+            out[name] = retrieval_set_from_pairs(f"{name}-test-first{max_pairs}", first, second, gold >= GOLD_THRESHOLD)
+        else:
+            examples = load_transfer("mrpc", data_dir).splits["test"]
+            first, second = zip(*examples.inputs[:max_pairs])
+            out[name] = retrieval_set_from_pairs(f"mrpc-test-first{max_pairs}", list(first), list(second),
+                                                 examples.labels[:max_pairs] == 1)
+    return out
