@@ -1,0 +1,216 @@
+"""The layer-wise attention pooling chapter's experiments (``bertsent.experiments.attention_pooling``) on hand-made
+inputs, and its runs in the run cache (``bertsent.experiments.runs.attention_run``): key, record, reuse."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bertsent.data.nli import Triplets
+from bertsent.experiments import attention_pooling as ap
+from bertsent.experiments.runs import attention_identity, attention_run, attention_run_key
+from bertsent.report.claims import DIRECTION_ONLY, NOT_REPRODUCED, REPRODUCED, WITHIN_NOISE
+from bertsent.training.attention_pooling import AttentionPoolingConfig
+
+SEVEN = ["stsb", "sickr", "sts12", "sts13", "sts14", "sts15", "sts16"]
+
+
+def _scores(values: dict) -> pd.DataFrame:
+    """values: (pooling, readout, seed) -> (stsb, other six sets' common score)."""
+    rows = []
+    for (pooling, readout, seed), (stsb, rest) in values.items():
+        for dataset in SEVEN:
+            for aggregation in ("all", "wmean"):
+                rows.append({"backbone": "m", "pooling": pooling, "readout": readout, "seed": seed, "dataset": dataset,
+                             "aggregation": aggregation, "spearman": stsb if dataset == "stsb" else rest})
+    return pd.DataFrame(rows)
+
+
+SCORES = _scores({
+    ("att_both_cls", "pooled", 1): (80.0, 70.0), ("att_both_cls", "pooled", 2): (82.0, 70.0),
+    ("att_both_cls", "cls_last", 1): (75.0, 60.0), ("att_both_cls", "cls_last", 2): (77.0, 60.0),
+    ("att_both_cls", "mean_last", 1): (70.0, 60.0), ("att_both_cls", "mean_last", 2): (70.0, 60.0),
+    ("cls_mean_last", "pooled", 1): (70.0, 63.0), ("cls_mean_last", "pooled", 2): (72.0, 63.0),
+    ("cls_last", "pooled", 1): (74.0, 61.0),
+    ("mean_last", "pooled", 1): (71.0, 61.0),
+})
+
+
+def test_per_seed_scores_average_all_seven_sets_only():
+    per_seed = ap.per_seed_scores(SCORES)
+    row = per_seed[(per_seed["pooling"] == "att_both_cls") & (per_seed["readout"] == "pooled") & (per_seed["seed"] == 1)]
+    assert row["stsb"].item() == 80.0
+    assert row["avg"].item() == pytest.approx((80 + 6 * 70) / 7)
+    partial = ap.per_seed_scores(SCORES[SCORES["dataset"] != "sts16"])
+    assert partial["avg"].isna().all()
+
+
+def test_ablation_table_means_sd_seeds_and_paper_column():
+    table = ap.ablation_table(SCORES, pd.Series({"att_both_cls": 86.76, "cls_mean_last": 85.11})).set_index("pooling")
+    assert list(table.index) == ["cls_last", "mean_last", "cls_mean_last", "att_both_cls"]  # POOLINGS order
+    assert table.loc["att_both_cls", "stsb"] == 81.0
+    assert table.loc["att_both_cls", "stsb_sd"] == pytest.approx(np.sqrt(2))
+    assert table.loc["att_both_cls", "seeds"] == 2
+    assert table.loc["cls_last", "seeds"] == 1 and np.isnan(table.loc["cls_last", "stsb_sd"])
+    assert table.loc["att_both_cls", "paper_stsb"] == 86.76
+    assert np.isnan(table.loc["mean_last", "paper_stsb"])
+
+
+def test_pooling_claims_effects_tolerance_and_verdicts():
+    paper = pd.Series({"att_both_cls": 86.76, "cls_mean_last": 85.11, "att_both": 86.57})
+    claims = ap.pooling_claims(SCORES, paper).set_index("claim")
+    row = claims.loc["att_both_cls > cls_mean_last (stsb)"]
+    assert row["our_effect"] == pytest.approx(10.0)  # 81 - 71
+    assert row["paper_effect"] == pytest.approx(1.65)
+    assert row["tolerance"] == pytest.approx(2 * np.sqrt(2 / 2 + 2 / 2))  # sd sqrt(2) over 2 seeds on each side
+    assert row["verdict"] == REPRODUCED
+    assert np.isnan(claims.loc["att_both_cls > cls_last (stsb)", "paper_effect"])  # a direction only
+    assert "att_both_cls > att_both (stsb)" not in claims.index  # att_both not trained here
+
+
+def test_rq4_compares_the_fixed_readout_with_the_same_readout_trained_alone():
+    table = ap.rq4_table(SCORES)
+    cls = table[table["readout"] == "cls_last"].set_index("trained_with")
+    assert cls.loc["att_both_cls", "stsb"] == 76.0 and cls.loc["cls_last", "stsb"] == 74.0
+    claims = ap.rq4_claims(table).set_index("claim")
+    assert claims["our_effect"].tolist() == pytest.approx([2.0, -1.0])
+    assert claims["paper_effect"].isna().all()
+    # one seed on the trained-alone side and no lent spread: sign alone
+    assert claims["verdict"].tolist() == [REPRODUCED, NOT_REPRODUCED]
+
+
+def test_alpha_weights_sum_to_one_and_round_trip():
+    alpha = np.array([[0.5, 0.25, 0.25], [0.2, 0.2, 0.6], [0.1, 0.1, 0.8]])
+    weights = ap.layer_weights(alpha)
+    assert weights == pytest.approx([0.8 / 3, 0.55 / 3, 1.65 / 3])
+    assert weights.sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(ap.alpha_matrix(ap.alpha_frame(alpha)), alpha)
+    summary = ap.alpha_summary(alpha)
+    assert summary["heaviest_state"] == 2 and summary["last_weight"] == pytest.approx(0.55)
+    assert summary["uniform_weight"] == pytest.approx(1 / 3)
+    assert ap.alpha_summary(np.full((4, 4), 0.25))["entropy_ratio"] == pytest.approx(1.0)
+
+
+def test_encoding_overhead_is_the_ratio_of_medians():
+    times = {"pooled": iter([1.10, 1.30, 1.05]), "cls_last": iter([1.0, 1.2, 0.9])}
+
+    def timer(model, tokenizer, sentences, readout, max_length):
+        return None, next(times[readout])
+
+    out = ap.encoding_overhead(None, None, ["a", "b"], repeats=3, timer=timer)
+    assert out["pooled_seconds"] == pytest.approx(1.10) and out["fixed_seconds"] == pytest.approx(1.0)
+    assert out["ratio"] == pytest.approx(1.10) and out["overhead_percent"] == pytest.approx(10.0)
+
+
+def test_geometry_and_search_claims_directions():
+    geometry = pd.DataFrame({"backbone": ["m", "m"], "method": ["att_both_cls", "cls_last"],
+                             "anisotropy": [0.2, 0.3], "uniformity": [-2.0, -1.5]})
+    claims = ap.geometry_claims(geometry).set_index("quantity")
+    assert claims.loc["anisotropy", "our_effect"] == pytest.approx(-0.1)
+    assert claims["verdict"].tolist() == [REPRODUCED, REPRODUCED]  # lower is the paper's direction for both
+    retrieval = pd.DataFrame({"backbone": "m", "set": "stsb", "pooling": ["att_both_cls", "att_both_cls", "cls_last"],
+                              "readout": ["pooled", "cls_last", "pooled"], "mrr@10": [60.1, 59.0, 60.0]})
+    search = ap.search_claims(retrieval, 0.47)
+    assert search["our_effect"].item() == pytest.approx(0.1)
+    assert search["verdict"].item() == DIRECTION_ONLY  # beyond the (unmeasured) noise, under half the paper's
+    equal = retrieval.assign(**{"mrr@10": [60.0, 59.0, 60.0]})
+    assert ap.search_claims(equal, 0.47)["verdict"].item() == WITHIN_NOISE
+
+
+def test_ablation_runs_give_main_poolings_their_own_seeds():
+    runs = ap.ablation_runs(["m"], ["cls_last", "att_both_cls"], [42], ["att_both_cls"], [1, 2, 3],
+                            training={"max_steps": 4})
+    assert [(r.config.pooling, r.config.seed) for r in runs] == [("cls_last", 42), ("att_both_cls", 1),
+                                                                   ("att_both_cls", 2), ("att_both_cls", 3)]
+    assert all(r.config.max_steps == 4 and r.config.objective == "supervised" for r in runs)
+
+
+def test_training_data_subset_is_seeded_and_independent_of_the_run(monkeypatch):
+    full = Triplets([f"a{i}" for i in range(10)], [f"p{i}" for i in range(10)], [f"n{i}" for i in range(10)])
+    monkeypatch.setattr("bertsent.data.nli.nli_triplets", lambda sources, data_dir=None: full)
+    first = ap.TrainingData(max_triplets=4).triplets()
+    assert len(first) == 4 and first == ap.TrainingData(max_triplets=4).triplets()
+    assert [a[1:] for a in first.anchors] == [p[1:] for p in first.positives]  # rows kept together
+    assert ap.TrainingData().triplets() is full
+
+
+# --- the run cache -------------------------------------------------------------------------------------------------
+
+def test_attention_run_key_changes_with_config_and_data_and_is_stable_otherwise():
+    base = AttentionPoolingConfig()
+    key = attention_run_key("m", base)
+    assert key == attention_run_key("m", AttentionPoolingConfig())
+    assert key.startswith("m-supervised-att_both_cls-s42-")
+    for other in (AttentionPoolingConfig(seed=1), AttentionPoolingConfig(pooling="cls_last"),
+                  AttentionPoolingConfig(learning_rate=3e-5), AttentionPoolingConfig(max_steps=16),
+                  AttentionPoolingConfig(hard_negative_weight=1.0), AttentionPoolingConfig(objective="hybrid")):
+        assert attention_run_key("m", other) != key
+    assert attention_run_key("m", base, ("snli", "sick")) != key
+    assert attention_run_key("m", base, max_triplets=1024) != key
+    assert attention_run_key("m", base, dev_pairs=200) != key
+    assert attention_run_key("other", base) != key
+    assert attention_identity("m", base)["kind"] == "attention_pooling"
+
+
+class _Dev:
+    def __len__(self):
+        return 24
+
+
+def _fake_training(calls):
+    def train(backbone, output_dir, config, triplets=None, dev=None, show_progress=True):
+        calls.append(len(triplets))
+        (output_dir / "model").mkdir(parents=True, exist_ok=True)
+        (output_dir / "best.pt").write_bytes(b"weights")
+        history = [{"step": 0, "dev": 50.0, "loss": None}, {"step": 2, "dev": 55.0, "loss": 1.5}]
+        (output_dir / "train.json").write_text(json.dumps({
+            "backbone": backbone, "config": {"objective": config.objective, "pooling": config.pooling,
+                                             "seed": config.seed},
+            "triplets": len(triplets), "sentences": 0, "step": 2, "best_step": 2, "best_dev": 55.0, "seconds": 8.0,
+            "history": history, "torch_threads": 1}))
+    return train
+
+
+def test_attention_run_records_once_and_reuses_without_weights(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr("bertsent.training.attention_pooling.train_attention_pooling", _fake_training(calls))
+    config = AttentionPoolingConfig(max_steps=2)
+    triplets = Triplets(["a", "b"], ["c", "d"], ["e", "f"])
+    stored, directory = attention_run("m", config, lambda: triplets, _Dev(), root=tmp_path / "cache",
+                                      results_dir=tmp_path / "results")
+    assert calls == [2] and stored.exists
+    train = stored.train()
+    assert train["summary"]["seconds_per_step"] == 4.0 and train["summary"]["pooling"] == "att_both_cls"
+    assert train["dev_step0"] == 50.0
+    assert stored.history()["best"].tolist() == [False, True]
+    assert (tmp_path / "results" / "runs" / "attention_pooling" / "index.csv").is_file()
+    # weights gone: the committed results are enough for a page that does not need the model
+    (directory / "best.pt").unlink()
+    attention_run("m", config, lambda: pytest.fail("must not load data"), _Dev(), root=tmp_path / "cache",
+                  results_dir=tmp_path / "results", log=lambda _: None)
+    assert calls == [2]
+    # a page that needs the model retrains, and keeps the first record
+    messages = []
+    attention_run("m", config, lambda: triplets, _Dev(), root=tmp_path / "cache", results_dir=tmp_path / "results",
+                  need_model=True, log=messages.append)
+    assert calls == [2, 2] and "retraining" in messages[0]
+
+
+def test_run_evaluation_is_computed_once_then_read_back(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr("bertsent.training.attention_pooling.train_attention_pooling", _fake_training(calls))
+    monkeypatch.setattr(ap.TrainingData, "dev", lambda self: _Dev())
+    monkeypatch.setattr(ap.TrainingData, "triplets", lambda self: Triplets(["a", "b"], ["c", "d"], ["e", "f"]))
+    run = ap.Run("m", AttentionPoolingConfig(max_steps=2), ap.TrainingData(), tmp_path / "cache", tmp_path / "results")
+    monkeypatch.setattr(ap.Run, "load", lambda self: ("model", "tokenizer"))
+    computed = []
+
+    def compute(model, tokenizer):
+        computed.append((model, tokenizer))
+        return pd.DataFrame({"x": [1.5]})
+
+    first = run.evaluation("toy", {"n": 1}, compute)
+    again = run.evaluation("toy", {"n": 1}, compute)
+    assert computed == [("model", "tokenizer")] and first.equals(again) and again["x"].item() == 1.5
+    run.evaluation("toy", {"n": 2}, compute)
+    assert len(computed) == 2
