@@ -99,7 +99,7 @@ def test_encoding_overhead_is_the_ratio_of_medians():
 
     out = ap.encoding_overhead(None, None, ["a", "b"], repeats=3, timer=timer)
     assert out["pooled_seconds"] == pytest.approx(1.10) and out["fixed_seconds"] == pytest.approx(1.0)
-    assert out["ratio"] == pytest.approx(1.10) and out["overhead_percent"] == pytest.approx(10.0)
+    assert out["overhead_ratio"] == pytest.approx(1.10) and out["overhead_percent"] == pytest.approx(10.0)
 
 
 def test_geometry_and_search_claims_directions():

@@ -400,7 +400,7 @@ def run_retrieval(run: Run, retrieval_sets: dict, readouts=READOUTS) -> pd.DataF
 def encoding_overhead(model, tokenizer, sentences: list[str], repeats: int = 3, fixed: str = "cls_last",
                       max_length: int = 64, timer: Callable[..., tuple] | None = None) -> dict:
     """The pooler's cost on encoding: the same encoder, the same sentences, timed alternately with the pooler and with
-    the ``fixed`` readout ``repeats`` times; ``ratio`` = median pooled time / median fixed time."""
+    the ``fixed`` readout ``repeats`` times; ``overhead_ratio`` = median pooled time / median fixed time."""
     timer = timer or timed_vectors
     pooled, plain = [], []
     for _ in range(repeats):
@@ -408,7 +408,7 @@ def encoding_overhead(model, tokenizer, sentences: list[str], repeats: int = 3, 
         plain.append(timer(model, tokenizer, sentences, fixed, max_length)[1])
     p, f = float(np.median(pooled)), float(np.median(plain))
     return {"sentences": len(sentences), "repeats": repeats, "pooled_seconds": p, "fixed_seconds": f,
-            "ratio": p / f, "overhead_percent": 100 * (p / f - 1)}
+            "overhead_ratio": p / f, "overhead_percent": 100 * (p / f - 1)}
 
 
 def run_overhead(run: Run, sentences: list[str], repeats: int = 3) -> pd.DataFrame:
