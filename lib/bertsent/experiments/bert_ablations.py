@@ -7,7 +7,6 @@ and is reused when finished.
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import pandas as pd
 
@@ -31,8 +30,7 @@ def run_label(size: str, objective: str) -> str:
     return f"{size} {objective}"
 
 
-def ablation_run_dir(root: str | Path, size: str, objective: str, steps: int) -> Path:
-    return Path(root) / f"ablation-{size}-{objective}-{steps}"
+
 
 
 def glue_scores(searches: pd.DataFrame) -> pd.DataFrame:

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..training.pretraining import PretrainingConfig
-from .runs import pretraining_run
+from .runs import pretraining_run, pretraining_run_dir
 
 METHOD_VERSION = 1  # bump when the maths changes
 
@@ -58,11 +58,11 @@ def recipe_config(name: str, tokens: int = STUDY_TOKENS, base_overrides: dict | 
 
 def study_runs(recipes, runs_dir, tokens: int = STUDY_TOKENS, base_overrides: dict | None = None,
                corpus_dir=None, results_dir=None, cache_dir=None) -> pd.DataFrame:
-    """Every recipe's held-out history (committed, or trained now in ``runs_dir/<recipe>``), one ``run`` column."""
+    """Every recipe's held-out history (committed, or trained now in ``runs_dir/<run key>``), one ``run`` column."""
     histories = []
     for name in recipes:
-        run = pretraining_run(Path(runs_dir) / name, recipe_config(name, tokens, base_overrides), corpus_dir,
-                              results_dir, cache_dir)
+        config = recipe_config(name, tokens, base_overrides)
+        run = pretraining_run(pretraining_run_dir(runs_dir, config), config, corpus_dir, results_dir, cache_dir)
         histories.append(run.history.assign(run=name, change=RECIPES[name][0], run_seconds=run.seconds))
     return pd.concat(histories, ignore_index=True)
 

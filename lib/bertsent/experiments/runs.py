@@ -227,6 +227,12 @@ def pretraining_key(config) -> str:
     return run_key(f"bert-{config.size}-{config.objective}-{config.max_steps}", pretraining_identity(config))
 
 
+def pretraining_run_dir(root, config) -> Path:
+    """Where a pre-training run's weights and checkpoints go under ``root``: one folder per run key, so a changed
+    configuration starts a new run instead of meeting another configuration's checkpoint."""
+    return Path(root) / pretraining_key(config)
+
+
 @dataclass(frozen=True)
 class ModelSource:
     """What GLUE fine-tunes: ``key`` names the weights (it enters the fine-tuning's key), ``locate()`` returns
@@ -342,8 +348,11 @@ def glue_finetuning(model: ModelSource, task: str, config, data_dir=None, result
     ``objective``: a :class:`bertsent.training.glue.GlueObjective` (e.g. ACL's); its name and configuration join
     the run's identity and key, and the method versions of its module join the training path's (a plain
     fine-tuning's key is as before)."""
-    from ..training.glue import TASK_METRICS, finetune_glue
+    return glue_run(model, task, config, data_dir, results_dir, objective).train()["result"]
 
+
+def _glue_identity(model: ModelSource, task: str, config, objective=None) -> tuple[tuple, dict, str]:
+    """A GLUE fine-tuning's training path, identity and run key."""
     path = GLUE_PATH if objective is None else GLUE_PATH + (type(objective).__module__,)
     identity = {"kind": "glue", "model": model.key, "task": task, "config": asdict(config), "data": manifest_digest(),
                 "methods": path_versions(path)["digest"]}
@@ -351,8 +360,18 @@ def glue_finetuning(model: ModelSource, task: str, config, data_dir=None, result
     if objective is not None:
         identity["objective"] = {"name": objective.name, **objective.describe()}
         name = f"-{objective.name}"
-    stored = StoredRun.at("glue", run_key(f"{model.key[:60]}-{task}{name}-lr{config.learning_rate:g}-s{config.seed}",
-                                          identity), results_dir)
+    return path, identity, run_key(f"{model.key[:60]}-{task}{name}-lr{config.learning_rate:g}-s{config.seed}",
+                                   identity)
+
+
+def glue_run(model: ModelSource, task: str, config, data_dir=None, results_dir=None, objective=None) -> StoredRun:
+    """:func:`glue_finetuning`'s stored run (fine-tuned first when absent): its ``train()`` (the result under
+    ``"result"``) and its ``history()`` (the dev metric at step 0 and the end, and an objective's per-step
+    columns, e.g. ACL's gradient angles)."""
+    from ..training.glue import TASK_METRICS, finetune_glue
+
+    path, identity, key = _glue_identity(model, task, config, objective)
+    stored = StoredRun.at("glue", key, results_dir)
     if not stored.exists:
         import torch
 
@@ -375,7 +394,7 @@ def glue_finetuning(model: ModelSource, task: str, config, data_dir=None, result
         if objective is not None:
             train["summary"]["objective"] = objective.name
         stored.record(json.loads(json.dumps(train, default=float)), frame)
-    return stored.train()["result"]
+    return stored
 
 
 def glue_search(model: ModelSource, task: str, learning_rates, data_dir=None, results_dir=None,
