@@ -1,0 +1,203 @@
+"""The paper's claims at a glance: every claim of a chapter, recomputed with the book's one verdict rule
+(:mod:`bertsent.report.claims`) from the per-run CSVs its pages committed under ``results/``. Nothing is trained or
+encoded: reading the CSVs and judging takes seconds.
+
+One function per chapter (:func:`sg_opt_claims`, :func:`geometry_claims_overview`, :func:`bert_claims`) returns the
+chapter's claims tables by the file name the chapter's pages write them under (``sts_main_claims.csv``, ...), so that
+the overview page overwrites those files instead of keeping a second copy. :func:`run_records` says which runs the
+numbers come from (the pages' run records ``results/runs/<page>.json``) and whether a page's own verdicts predate the
+current rule.
+
+Where the inputs are read (``inputs_dir``): the repository's ``results/`` by default; with ``per_page=True`` one
+folder per page below it (``<inputs_dir>/<page>/<path under results>``), the layout of the smoke-run fixtures
+``tests/fixtures/smoke_results/``.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ..models.bert_pretraining import BERT_SIZES
+from ..report import reported
+from ..report.claims import claims_summary
+from .bert_ablations import compare_rows, glue_scores, run_label
+from .geometry import geometry_claims
+from .self_guided import METHOD_LOSSES, ablation_claims, domain_claims, seed_spreads, sts_claims
+
+# The STS claims of the paper's main table (Table 2), "A > B" on the seven-set average: as on the STS page.
+STS_CLAIMS = [("sg_opt", "cls"), ("sg", "cls"), ("sg_opt", "mean"), ("sg_opt", "sg"), ("sg_opt", "whitening")]
+# The BERT ablations' objective claims, in the paper's order: "A > B" at one size.
+OBJECTIVE_CLAIMS = [("mlm_nsp", "mlm"), ("mlm", "ltr")]
+RULE_MODULE = "lib/bertsent/report/claims.py"
+
+
+class MissingResults(FileNotFoundError):
+    """A per-run CSV a chapter's claims need is not there: the message names the page that writes it."""
+
+
+@dataclass(frozen=True)
+class Chapter:
+    """A chapter's overview: the function that recomputes its claims and the pages whose results it reads."""
+    claims: callable
+    pages: tuple[str, ...]
+
+
+def _base(inputs_dir) -> Path:
+    from ..paths import RESULTS_DIR
+
+    return Path(inputs_dir) if inputs_dir else RESULTS_DIR
+
+
+def _path(page: str, relative: str, inputs_dir=None, per_page: bool = False) -> Path:
+    base = _base(inputs_dir)
+    return base / page / relative if per_page else base / relative
+
+
+def read_results(page: str, relative: str, inputs_dir=None, per_page: bool = False) -> pd.DataFrame:
+    """The CSV ``relative`` (a path under ``results/``) that page ``page`` writes; :class:`MissingResults` naming the
+    page to run when it is not there."""
+    path = _path(page, relative, inputs_dir, per_page)
+    if not path.is_file():
+        raise MissingResults(f"{path} is missing: it is written by the page {page!r}; run it first "
+                             f"(python -m bertsent.book run {page} --profile quick)")
+    return pd.read_csv(path)
+
+
+def _trained_sets(scores: pd.DataFrame) -> list[str]:
+    return list(dict.fromkeys(scores.loc[scores["method"].isin(list(METHOD_LOSSES)), "train_data"]))
+
+
+def sg_opt_claims(inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataFrame]:
+    """The SG-OPT chapter's claims: the main STS table's (``sts_main.csv`` of ``sg_opt_sts``), the ablations'
+    (``sg_ablations.csv`` of ``sg_opt_ablations``) and the domain-robustness ones (``sg_domain.csv`` of
+    ``sg_opt_domain``), by the file each page writes them to. One-seed rows borrow SG-OPT's seed spread measured on
+    the ablation page (:func:`~bertsent.experiments.self_guided.seed_spreads`), as the pages do."""
+    scores = read_results("sg_opt_sts", "sts_main.csv", inputs_dir, per_page)
+    ablations = read_results("sg_opt_ablations", "sg_ablations.csv", inputs_dir, per_page)
+    domain = read_results("sg_opt_domain", "sg_domain.csv", inputs_dir, per_page)
+    spreads = seed_spreads(ablations)
+    paper_avg = reported.sg_opt_sts_table().loc["BERT-base", "avg"].rename({"bert_flow": "whitening"})
+    paper_domain = reported.sg_opt_domain_changes().rename(index={"bert_flow": "whitening"})
+    return {"sts_main_claims.csv": sts_claims(scores, paper_avg, STS_CLAIMS, _trained_sets(scores), spreads),
+            "sg_ablations_claims.csv": ablation_claims(ablations),
+            "sg_domain_claims.csv": domain_claims(domain, paper_domain, spreads)}
+
+
+def geometry_claims_overview(inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataFrame]:
+    """The geometry chapter's claims ("contrastive training leaves a less anisotropic, more uniform space") on every
+    trained readout of ``isotropy/methods.csv`` (page ``isotropy``), against the same backbone's untrained [CLS]."""
+    geometry = read_results("isotropy", "isotropy/methods.csv", inputs_dir, per_page)
+    trained = geometry[geometry["method"].isin(list(METHOD_LOSSES))]
+    return {"isotropy/claims.csv": geometry_claims(geometry, list(dict.fromkeys(trained["backbone"])),
+                                                   list(dict.fromkeys(trained["method"])))}
+
+
+def _labels(models) -> dict[str, set[str]]:
+    """Objectives by size, from the page's row names ``"<size> <objective>"``."""
+    by_size: dict[str, set[str]] = {}
+    for model in models:
+        size, _, objective = str(model).partition(" ")
+        by_size.setdefault(size, set()).add(objective)
+    return by_size
+
+
+def bert_claims(inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataFrame]:
+    """The BERT chapter's ablation claims from ``bert/ablation_glue.csv`` (page ``bert_ablations``): the objective
+    claims at the size that has several objectives (MLM+NSP > MLM > LTR, and each objective above the same size
+    fine-tuned from random weights), and the size claims (each larger MLM+NSP model above the next smaller one).
+    Directions without a paper number, weighed against the dev-set noise
+    (:func:`~bertsent.experiments.bert_ablations.compare_rows`). A table with no claim is left out."""
+    searches = read_results("bert_ablations", "bert/ablation_glue.csv", inputs_dir, per_page)
+    scores = glue_scores(searches)
+    by_size = _labels(scores.index)
+    trained = {size: objectives - {"untrained"} for size, objectives in by_size.items()}
+    objective_size = max(trained, key=lambda size: len(trained[size]))
+    pairs = [(run_label(objective_size, a), run_label(objective_size, b)) for a, b in OBJECTIVE_CLAIMS]
+    if "untrained" in by_size[objective_size]:
+        order = [o for o in dict.fromkeys(str(m).partition(" ")[2] for m in scores.index) if o in trained[objective_size]]
+        pairs += [(run_label(objective_size, o), f"{objective_size} untrained") for o in order]
+    sizes = [size for size in BERT_SIZES if "mlm_nsp" in by_size.get(size, ())]
+    size_pairs = [(run_label(big, "mlm_nsp"), run_label(small, "mlm_nsp")) for small, big in zip(sizes, sizes[1:])]
+    tables = {}
+    for name, claims in (("bert/ablation_objective_claims.csv", pairs), ("bert/ablation_size_claims.csv", size_pairs)):
+        checks = [compare_rows(scores, searches, a, b) for a, b in claims if a in scores.index and b in scores.index]
+        if checks:
+            tables[name] = pd.concat(checks, ignore_index=True)
+    return tables
+
+
+CHAPTERS = {
+    "sg-opt": Chapter(sg_opt_claims, ("sg_opt_sts", "sg_opt_ablations", "sg_opt_domain")),
+    "geometry": Chapter(geometry_claims_overview, ("isotropy",)),
+    "bert": Chapter(bert_claims, ("bert_ablations",)),
+}
+
+
+def chapter_claims(chapter: str, inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataFrame]:
+    """The claims tables of ``chapter`` (a key of :data:`CHAPTERS`), by the file name under ``results/``."""
+    if chapter not in CHAPTERS:
+        raise ValueError(f"Unknown chapter {chapter!r}; choose one of {', '.join(CHAPTERS)}")
+    return CHAPTERS[chapter].claims(inputs_dir, per_page)
+
+
+def chapter_summary(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """One table for the page: :func:`~bertsent.report.claims.claims_summary` of every claims table, labelled with
+    the columns that say where a claim was tested (training set, variant, quantity, score)."""
+    return claims_summary(*tables.values(), label_with=("train_data",))
+
+
+def rule_date() -> str | None:
+    """The date of the last commit that changed the verdict rule (:data:`RULE_MODULE`); None without git."""
+    from ..paths import REPO_ROOT
+
+    try:
+        out = subprocess.run(["git", "log", "-1", "--format=%ci", "--", RULE_MODULE], cwd=REPO_ROOT,
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip()[:19] or None
+
+
+def run_records(pages, inputs_dir=None, per_page: bool = False) -> pd.DataFrame:
+    """One row per page: its run record's profile and ``finished`` date (``runs/<page>.json`` under the inputs),
+    and whether that run judged its claims with the current rule (``report/claims.py`` among its library files
+    and, where git gives the rule's date, finished after it). A page with no record says so."""
+    date = rule_date()
+    rows = []
+    for page in pages:
+        path = _path(page, f"runs/{page}.json", inputs_dir, per_page)
+        if not path.is_file():
+            rows.append({"page": page, "profile": "", "finished": "", "current_rule": False,
+                         "note": "no run record"})
+            continue
+        record = json.loads(path.read_text())
+        finished = str(record.get("finished", ""))
+        uses = RULE_MODULE in record.get("library_files", []) and (date is None or finished >= date)
+        rows.append({"page": page, "profile": record.get("profile", ""), "finished": finished, "current_rule": uses,
+                     "note": "verdicts on the page by the current rule" if uses else
+                             "the page's own verdicts predate the current rule"})
+    return pd.DataFrame(rows, columns=["page", "profile", "finished", "current_rule", "note"])
+
+
+def provenance(records: pd.DataFrame) -> str:
+    """The page's sentence on where its numbers come from, computed from :func:`run_records`."""
+    recorded = records[records["finished"] != ""]
+    parts = [f"`{r.page}` ({r.profile} profile, finished {r.finished})" for r in recorded.itertuples()]
+    missing = [f"`{page}`" for page in records.loc[records["finished"] == "", "page"]]
+    text = ("The numbers below are recomputed from the committed results of "
+            + (", ".join(parts) if parts else "no recorded run") + ".")
+    if missing:
+        text += f" No run record for {', '.join(missing)} (its CSVs are read as they are)."
+    old = recorded.loc[~recorded["current_rule"].astype(bool), "page"].tolist()
+    date = rule_date()
+    if old:
+        text += (f" {'That page was' if len(old) == 1 else 'Those pages were'} executed before the current verdict "
+                 f"rule (`report/claims.py`{', last changed ' + date if date else ''}): where "
+                 f"{'its' if len(old) == 1 else 'their'} own text or tables give a verdict, the one here supersedes it.")
+    elif parts:
+        text += " Every page was executed with the current verdict rule: its verdicts and these agree."
+    return text
