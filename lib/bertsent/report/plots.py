@@ -324,3 +324,97 @@ def pooling_ablation_bars(table: pd.DataFrame, metric: str = "stsb", paper_colum
             ax.set_xlim(max(0, finite.min() - 10), min(100, finite.max() + 8))
     fig.tight_layout()
     return fig
+
+
+ACL_METHOD_LABELS = {"ce": "CE", "ce_scl": "CE+SCL", "acl_embed": "ACL-Embed", "acl": "ACL (Embed+Grad)"}
+ACL_PAIR_LABELS = {"ce_scl": "CE vs SCL", "acl_embed": "CE vs ACL-Embed", "acl": "CE vs ACL-Embed (gated run)"}
+EXIT_MODE_LABELS = {"joint": "joint CE", "kd": "logit KD", "acl_cl": "ACL-CL"}
+
+
+def gradient_angle_histograms(angles: pd.DataFrame, threshold: float = 90.0, bins: int = 24):
+    """The per-step angle between the CE gradient and the contrastive term's (degrees), one panel per task, one
+    histogram per pair, with the threshold (90 degrees) drawn; the share of steps above it in the legend.
+
+    ``angles``: columns task, method, angle (one row per training step)."""
+    tasks = list(dict.fromkeys(angles["task"]))
+    fig, axes = plt.subplots(1, len(tasks), figsize=(min(3.6 * len(tasks), 11), 3.4), squeeze=False, sharey=False)
+    finite = angles["angle"].dropna()
+    low, high = (min(finite.min(), threshold - 15), max(finite.max(), threshold + 15)) if len(finite) else (60, 120)
+    edges = np.linspace(low, high, bins + 1)
+    for ax, task in zip(axes[0], tasks):
+        rows = angles[angles["task"] == task]
+        for method, group in rows.groupby("method", sort=False):
+            values = group["angle"].dropna()
+            share = (values > threshold).mean() if len(values) else float("nan")
+            ax.hist(values, bins=edges, alpha=0.55, label=f"{ACL_PAIR_LABELS.get(method, method)} ({share:.0%} > {threshold:g})")
+        ax.axvline(threshold, color="black", lw=1.2, ls="--")
+        ax.set_title(task)
+        ax.set_xlabel("angle between gradients (degrees)")
+        ax.legend(fontsize=7, loc="upper left")
+    axes[0][0].set_ylabel("training steps")
+    fig.tight_layout()
+    return fig
+
+
+def lambda_sensitivity(table: pd.DataFrame):
+    """Score against lambda with and without ACL-Grad (mean over seeds, error bars one sd), one panel per task.
+
+    ``table``: columns task, method, weight, mean, sd, metric."""
+    tasks = list(dict.fromkeys(table["task"]))
+    fig, axes = plt.subplots(1, len(tasks), figsize=(min(4.6 * len(tasks), 11), 3.4), squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        rows = table[table["task"] == task]
+        for method, line in rows.groupby("method", sort=False):
+            line = line.sort_values("weight")
+            ax.errorbar(line["weight"], line["mean"], yerr=line["sd"].fillna(0), marker="o", ms=4, capsize=3,
+                        label=ACL_METHOD_LABELS.get(method, method))
+        ax.set_xscale("log")
+        ax.set_xticks(sorted(rows["weight"].unique()))
+        ax.set_xticklabels([f"{w:g}" for w in sorted(rows["weight"].unique())])
+        ax.set_xlabel("lambda (weight of the contrastive term)")
+        ax.set_ylabel(f"{task} dev {rows['metric'].iloc[0]}")
+        ax.set_title(task)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def exit_scores(table: pd.DataFrame):
+    """Every exit's dev score for each multi-exit training mode (mean over seeds, error bars one sd), one panel
+    per task. ``table``: columns task, mode, exit, mean, sd, metric."""
+    tasks = list(dict.fromkeys(table["task"]))
+    fig, axes = plt.subplots(1, len(tasks), figsize=(min(4.6 * len(tasks), 11), 3.4), squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        rows = table[table["task"] == task]
+        for mode, line in rows.groupby("mode", sort=False):
+            ax.errorbar(line["exit"], line["mean"], yerr=line["sd"].fillna(0), marker="o", ms=4, capsize=3,
+                        label=EXIT_MODE_LABELS.get(mode, mode))
+        ax.set_xticks(sorted(rows["exit"].unique()))
+        ax.set_xlabel("exit (after layer)")
+        ax.set_ylabel(f"{task} dev {rows['metric'].iloc[0]}")
+        ax.set_title(task)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def quality_speed(curve: pd.DataFrame):
+    """Entropy-based early exit: the dev score against the mean layers used (left) and against the measured
+    milliseconds per example (right, batch of one), one line per mode and task; a point per threshold.
+
+    ``curve``: columns task, mode, threshold, mean_layers, seconds_per_example, score, metric."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for (task, mode), line in curve.groupby(["task", "mode"], sort=False):
+        label = f"{task} {EXIT_MODE_LABELS.get(mode, mode)}"
+        line = line.sort_values("mean_layers")
+        axes[0].plot(line["mean_layers"], line["score"], marker="o", ms=3, label=label)
+        timed = line.dropna(subset=["seconds_per_example"]).sort_values("seconds_per_example")
+        axes[1].plot(1000 * timed["seconds_per_example"], timed["score"], marker="o", ms=3, label=label)
+    metrics = ", ".join(dict.fromkeys(curve["metric"]))
+    axes[0].set_xlabel("mean layers used per example")
+    axes[1].set_xlabel("measured ms per example (batch of one)")
+    for ax in axes:
+        ax.set_ylabel(f"dev {metrics}")
+    axes[1].legend(fontsize=7)
+    fig.tight_layout()
+    return fig

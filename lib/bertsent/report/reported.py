@@ -123,3 +123,39 @@ def layer_attention_search() -> pd.Series:
     """The paper's semantic search, Quora duplicate questions, RoBERTa-large: MRR@10 of the contrastive baseline and
     of the same model with layer-wise attention pooling."""
     return pd.Series(_LAYER_ATTENTION_QUORA, name="mrr@10").rename_axis("model")
+
+
+# --- Aligned contrastive learning (ACL; Zhu, arXiv 2602.03563) ------------------------------------------------
+# No table value of the paper could be recovered (../shared/reference/papers-acl-layeratt.md, "Reported tables":
+# "No table values could be recovered"; the Korean summary ../shared/papers/001_c3e31f1beb28daef.txt, section 4,
+# gives outcomes in words). What the sources give, with where it comes from; ``number`` is None wherever the
+# source gives none (never filled in here). Source tags as in the digest: [paper] abstract, [ko] the Korean
+# summary (001, section number), [3rd] a third-party summary page.
+_ACL_CLAIMS = [
+    ("angles", "the angle between the CE and SCL gradients often exceeds 90 degrees during fine-tuning (pilot on RTE)",
+     None, "[ko] 001 section 1; digest papers-acl-layeratt.md, Pilot experiment"),
+    ("angles", "the CE-SCL gradient angle ranges roughly from 75 to 105 degrees (RTE, BERT)",
+     "75-105 degrees", "[3rd] third-party summary, via papers-acl-layeratt.md, Pilot experiment (not in the paper "
+                       "text that could be read)"),
+    ("glue", "ACL beats CE and CE+SCL on 5 of the 7 GLUE tasks (BERT backbone)",
+     "5 of 7 tasks", "[ko] 001 section 4; paper-targets.md section 3; no per-task scores recovered"),
+    ("glue", "ACL-BERT beats or matches CE and CE+SCL on GLUE", None, "[paper] abstract"),
+    ("glue", "consistent gains with a RoBERTa backbone", None, "[ko] 001 section 4 (not tested here)"),
+    ("lambda", "ACL-Grad makes the score less sensitive to lambda", None, "[ko] 001 section 4 (ablation); "
+                                                                          "no lambda values or scores recovered"),
+    ("ablation", "each of ACL-Embed, ACL-Grad and ACL-CL contributes", None, "[ko] 001 section 4"),
+    ("multi_exit", "ACL-CL clearly beats the baselines for multi-exit BERT, with a better quality-speed trade-off",
+     None, "[paper] abstract"),
+    ("multi_exit", "shallow exits gain more from ACL-CL than deep ones", None, "[ko] 001 section 4"),
+    ("multi_exit", "the 6th-layer exit of a 12-layer multi-exit BERT with ACL-CL matches or beats TinyBERT and "
+                   "DistilBERT without extra pre-training", None, "[ko] 001 section 4 (not tested here)"),
+]
+
+
+def acl_reported_claims(topic: str | None = None) -> pd.DataFrame:
+    """What the ACL paper reports, in words (columns topic, claim, number, source): ``number`` is the only figure
+    the sources give for the claim (a string, e.g. "5 of 7 tasks") or None; no table of the paper could be
+    recovered, so every verdict of the chapter compares a direction. ``topic``: angles, glue, lambda, ablation or
+    multi_exit."""
+    table = pd.DataFrame(_ACL_CLAIMS, columns=["topic", "claim", "number", "source"])
+    return table if topic is None else table[table["topic"] == topic].reset_index(drop=True)

@@ -1,0 +1,442 @@
+"""Aligned contrastive learning (ACL; Zhu, arXiv 2602.03563) on GLUE: the runs of the chapter's pages and the
+tables, noise and verdicts built from them.
+
+Every fine-tuning goes through the run cache (:func:`bertsent.experiments.runs.glue_run`: committed results under
+``results/runs/glue/<key>/``, trained only when absent), so the three pages share their runs: the CE + SCL and
+ACL-Embed rows of the main table are the runs whose per-step gradient angles the angle page reads, and the
+lambda = 0.5 points of the sensitivity curve are the main table's runs.
+
+Methods (:data:`METHODS`): ``ce`` (the book's GLUE recipe, no objective), ``ce_scl`` (CE + lambda SCL),
+``acl_embed`` (CE + lambda ACL-Embed), ``acl`` (ACL-Embed + ACL-Grad). The angle is measured every step of the
+three contrastive methods (:class:`bertsent.training.aligned_contrastive.AclConfig`, ``measure_angle``).
+Multi-exit modes (:data:`EXIT_MODES`): ``joint`` (every exit's CE), ``kd`` (+ logit KD from the last exit),
+``acl_cl`` (+ ACL-CL); their runs also time entropy-based early exiting (:class:`TimedMultiExitObjective`).
+
+Verdicts: one rule (:mod:`bertsent.report.claims`), with the seed noise of the compared means
+(:func:`bertsent.report.claims.seed_noise`). The paper gives directions, no numbers (see
+:mod:`bertsent.report.reported`), so every verdict is reproduced / not reproduced / within noise.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+from ..report.claims import Side, Spread, claims_table, judge, seed_noise
+from ..training.aligned_contrastive import AclConfig, ContrastiveObjective, MultiExitConfig, MultiExitObjective
+from ..training.glue import TASK_METRICS, GlueConfig, _encode
+
+METHOD_VERSION = 1  # bump when the maths changes (here: the latency measurement of TimedMultiExitObjective)
+
+METHODS = ("ce", "ce_scl", "acl_embed", "acl")
+METHOD_LABELS = {"ce": "CE", "ce_scl": "CE+SCL", "acl_embed": "ACL-Embed", "acl": "ACL (Embed+Grad)"}
+EXIT_MODES = ("joint", "kd", "acl_cl")
+EXIT_LABELS = {"joint": "joint CE", "kd": "logit KD", "acl_cl": "ACL-CL"}
+# GLUE tasks of the paper with no training data in this repository (data/manifest.csv: no MNLI or QQP at all, QNLI
+# dev only)
+MISSING_TASKS = ("MNLI", "QNLI", "QQP")
+ANGLE_PAIRS = {"ce_scl": "CE vs SCL", "acl_embed": "CE vs ACL-Embed", "acl": "CE vs ACL-Embed (ACL, gated)"}
+
+
+def acl_config(method: str, weight: float = 0.5, temperature: float = 0.3) -> AclConfig | None:
+    """The ACL configuration of a method of :data:`METHODS` (``ce``: None, the recipe itself)."""
+    if method not in METHODS:
+        raise ValueError(f"Unknown method {method!r}; known: {', '.join(METHODS)}.")
+    if method == "ce":
+        return None
+    loss = "scl" if method == "ce_scl" else "acl_embed"
+    return AclConfig(loss=loss, weight=float(weight), temperature=float(temperature),
+                     gradient_gate=method == "acl", measure_angle=True)
+
+
+def task_metric(task: str) -> str:
+    """The metric of ``task`` the tables and claims read (MCC for CoLA, accuracy otherwise)."""
+    return TASK_METRICS[task][1]
+
+
+def glue_config(task: str, seed: int, max_train_examples: dict | None = None, **settings) -> GlueConfig:
+    """The fine-tuning recipe for one run: ``settings`` (GlueConfig fields), the task's training subsample."""
+    return GlueConfig(seed=int(seed), max_train_examples=(max_train_examples or {}).get(task), **settings)
+
+
+def _run_row(stored, method: str, task: str, seed: int, weight: float | None) -> dict:
+    result = stored.train()["result"]
+    row = {"method": method, "task": task, "seed": seed, "weight": weight,
+           "metric": task_metric(task), "score": result[task_metric(task)],
+           **{m: result.get(m) for m in ("accuracy", "f1", "mcc")},
+           "train_examples": result["train_examples"], "dev_examples": result["dev_examples"],
+           "train_seconds": result["train_seconds"]}
+    for key in ("angle_mean", "angle_above_threshold_share", "dropped_steps", "measured_steps"):
+        row[key] = result.get(key)
+    return row
+
+
+def run_grid(model, tasks, methods, seeds, max_train_examples: dict | None = None, weight: float = 0.5,
+             temperature: float = 0.3, data_dir=None, results_dir=None, **settings) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Fine-tune (or reuse) every method x task x seed; returns (runs, angles).
+
+    ``runs``: one row per fine-tuning (method, task, seed, weight, metric, score, accuracy / f1 / mcc, the
+    training and dev sizes, train_seconds and, for the contrastive methods, the angle summary of the run).
+    ``angles``: one row per training step of the contrastive methods (method, task, seed, weight, step, angle,
+    dropped). ``settings``: :class:`~bertsent.training.glue.GlueConfig` fields shared by every run.
+    """
+    from .runs import glue_run
+
+    rows, angles = [], []
+    for task in tasks:
+        for method in methods:
+            for seed in seeds:
+                config = glue_config(task, seed, max_train_examples, **settings)
+                acl = acl_config(method, weight, temperature)
+                objective = None if acl is None else ContrastiveObjective(acl)
+                stored = glue_run(model, task, config, data_dir, results_dir, objective)
+                rows.append(_run_row(stored, method, task, int(seed), None if acl is None else float(weight)))
+                if acl is not None:
+                    history = stored.history()
+                    steps = history[history["step"] > 0] if "angle" in history else history.iloc[0:0]
+                    if len(steps):
+                        angles.append(pd.DataFrame({
+                            "method": method, "task": task, "seed": int(seed), "weight": float(weight),
+                            "step": steps["step"].astype(int).to_numpy(),
+                            "angle": pd.to_numeric(steps["angle"], errors="coerce").to_numpy(),
+                            "dropped": steps["dropped"].astype(str).str.lower().eq("true").to_numpy()}))
+    columns = ["method", "task", "seed", "weight", "step", "angle", "dropped"]
+    return pd.DataFrame(rows), (pd.concat(angles, ignore_index=True) if angles else pd.DataFrame(columns=columns))
+
+
+def lambda_grid(model, task: str, weights, seeds, methods=("acl_embed", "acl"), max_train_examples=None,
+                temperature: float = 0.3, data_dir=None, results_dir=None, **settings) -> pd.DataFrame:
+    """The runs of the lambda-sensitivity table: ``methods`` (with and without ACL-Grad) at every ``weight``."""
+    parts = [run_grid(model, [task], methods, seeds, max_train_examples, w, temperature, data_dir, results_dir,
+                      **settings)[0] for w in weights]
+    return pd.concat(parts, ignore_index=True)
+
+
+def _ordered(values, order) -> list:
+    present = list(dict.fromkeys(values))
+    return [v for v in order if v in present] + [v for v in present if v not in order]
+
+
+def score_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Mean and standard deviation over seeds of every (task, metric, method): columns task, metric, method,
+    mean, sd (NaN with one seed), seeds. MRPC contributes two metrics (accuracy, then F1)."""
+    rows = []
+    for task in _ordered(runs["task"], list(TASK_METRICS)):
+        metrics = TASK_METRICS[task][0]
+        for metric in metrics:
+            for method in _ordered(runs.loc[runs["task"] == task, "method"], METHODS):
+                values = runs.loc[(runs["task"] == task) & (runs["method"] == method), metric].astype(float).dropna()
+                rows.append({"task": task, "metric": metric, "method": method, "mean": values.mean(),
+                             "sd": values.std(ddof=1) if len(values) > 1 else float("nan"), "seeds": len(values)})
+    return pd.DataFrame(rows, columns=["task", "metric", "method", "mean", "sd", "seeds"])
+
+
+def main_table(scores: pd.DataFrame, decimals: int = 2) -> pd.DataFrame:
+    """The paper's table shape: one row per method, one column per task metric, cells "mean ± sd"."""
+    scores = scores.assign(column=scores["task"] + " " + scores["metric"])
+    cell = scores.apply(lambda r: f"{r['mean']:.{decimals}f}" + ("" if pd.isna(r["sd"]) else
+                                                                 f" ± {r['sd']:.{decimals}f}"), axis=1)
+    table = scores.assign(cell=cell).pivot(index="method", columns="column", values="cell")
+    table = table.loc[_ordered(scores["method"], METHODS), list(dict.fromkeys(scores["column"]))]
+    return table.rename(index=METHOD_LABELS).rename_axis(index="method", columns=None)
+
+
+def cost_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Mean fine-tuning wall time per (task, method) and its ratio to CE's on the task (the extra backward passes
+    of the angle measurement; the times include the two dev passes every run makes)."""
+    table = runs.groupby(["task", "method"], sort=False)["train_seconds"].mean().rename("train_seconds").reset_index()
+    ce = table[table["method"] == "ce"].set_index("task")["train_seconds"]
+    table["seconds_ratio_to_ce"] = table["train_seconds"] / table["task"].map(ce)
+    return table
+
+
+def angle_table(angles: pd.DataFrame, threshold: float = 90.0) -> pd.DataFrame:
+    """The distribution of the per-step angle (degrees) per task and pair (CE vs SCL, CE vs ACL-Embed), pooled
+    over seeds: steps, mean, median, 10th / 90th percentile, min, max, and the share of steps strictly above
+    ``threshold`` (as a fraction). Undefined angles (NaN: a zero gradient) are left out and counted apart."""
+    rows = []
+    for (task, method), group in angles.groupby(["task", "method"], sort=False):
+        values = group["angle"].astype(float)
+        measured = values.dropna().to_numpy()
+        row = {"task": task, "method": method, "pair": ANGLE_PAIRS.get(method, method), "steps": len(measured),
+               "undefined": int(values.isna().sum()), "seeds": group["seed"].nunique()}
+        if len(measured):
+            row.update(mean=measured.mean(), median=float(np.median(measured)), p10=np.percentile(measured, 10),
+                       p90=np.percentile(measured, 90), min=measured.min(), max=measured.max(),
+                       share_above=float((measured > threshold).mean()))
+        rows.append(row)
+    columns = ["task", "method", "pair", "steps", "undefined", "seeds", "mean", "median", "p10", "p90", "min", "max",
+               "share_above"]
+    return pd.DataFrame(rows).reindex(columns=columns)
+
+
+def lambda_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Score against lambda: mean, sd and seeds per (method, weight); rows ordered by method then weight."""
+    table = (runs.groupby(["task", "method", "weight"], sort=False)["score"]
+             .agg(mean="mean", sd=lambda s: s.std(ddof=1) if len(s) > 1 else float("nan"), seeds="count")
+             .reset_index())
+    table["metric"] = table["task"].map(task_metric)
+    return table.sort_values(["method", "weight"], key=lambda c: c.map(
+        {m: i for i, m in enumerate(METHODS)}) if c.name == "method" else c).reset_index(drop=True)
+
+
+def lambda_spread(table: pd.DataFrame) -> pd.DataFrame:
+    """Per method: the range (max - min) and standard deviation across lambdas of the mean score, and the
+    lambdas of the best and worst mean."""
+    rows = []
+    for method, group in table.groupby("method", sort=False):
+        best, worst = group.loc[group["mean"].idxmax()], group.loc[group["mean"].idxmin()]
+        rows.append({"method": method, "weights": len(group), "range": best["mean"] - worst["mean"],
+                     "sd_across_weights": group["mean"].std(ddof=1) if len(group) > 1 else float("nan"),
+                     "best_weight": best["weight"], "worst_weight": worst["weight"]})
+    return pd.DataFrame(rows)
+
+
+# --- claims ----------------------------------------------------------------------------------------------------
+
+def _side(scores: pd.DataFrame, task: str, metric: str, method: str) -> tuple[float, Side]:
+    row = scores[(scores["task"] == task) & (scores["metric"] == metric) & (scores["method"] == method)].iloc[0]
+    return float(row["mean"]), Side(0.0 if pd.isna(row["sd"]) else float(row["sd"]), int(row["seeds"]))
+
+
+def main_claims(scores: pd.DataFrame, better: str = "acl", against=("ce", "ce_scl"),
+                reference: Spread | None = None) -> pd.DataFrame:
+    """For every task (its selection metric) and every method in ``against``: the claim "``better`` scores above
+    it", our difference of means over seeds against the seed noise of the two means. The paper gives a direction
+    (no table values could be recovered), so ``paper_effect`` is blank."""
+    rows = []
+    for task in list(dict.fromkeys(scores["task"])):
+        metric = task_metric(task)
+        present = set(scores.loc[scores["task"] == task, "method"])
+        if better not in present:
+            continue
+        ours, side = _side(scores, task, metric, better)
+        for other in against:
+            if other not in present:
+                continue
+            theirs, other_side = _side(scores, task, metric, other)
+            noise = seed_noise(side, other_side, reference=reference)
+            rows.append(judge(f"{better} > {other}", ours - theirs, None, noise, task=task, metric=metric,
+                              score=ours, compared_with=theirs))
+    return claims_table(rows)
+
+
+def majority_count(claims: pd.DataFrame, better: str = "acl", against=("ce", "ce_scl")) -> dict:
+    """How many tasks ``better`` beats every method of ``against`` on: beyond the noise (verdict reproduced on
+    every comparison of the task) and by the sign alone; and the number of tasks."""
+    tasks = list(dict.fromkeys(claims["task"]))
+    wanted = {f"{better} > {o}" for o in against}
+    beyond = sign = 0
+    for task in tasks:
+        rows = claims[(claims["task"] == task) & claims["claim"].isin(wanted)]
+        if len(rows) < len(wanted):
+            continue
+        beyond += int((rows["verdict"] == "reproduced").all())
+        sign += int((rows["our_effect"] > 0).all())
+    return {"tasks": len(tasks), "beyond_noise": beyond, "by_sign": sign}
+
+
+def lambda_claim(table: pd.DataFrame, gated: str = "acl", ungated: str = "acl_embed",
+                 reference: Spread | None = None) -> pd.DataFrame:
+    """The claim "ACL-Grad makes the score less sensitive to lambda": ours = the range of the mean score across
+    lambdas without the gate minus the range with it (positive: the gate flattens the curve). Each range is a
+    difference of two means, so the noise has four sides (the best and worst lambda of each method)."""
+    rows = []
+    for task, group in table.groupby("task", sort=False):
+        sides, ranges = [], {}
+        for method in (ungated, gated):
+            part = group[group["method"] == method]
+            if len(part) < 2:
+                break
+            best, worst = part.loc[part["mean"].idxmax()], part.loc[part["mean"].idxmin()]
+            ranges[method] = best["mean"] - worst["mean"]
+            sides += [Side(0.0 if pd.isna(r["sd"]) else float(r["sd"]), int(r["seeds"])) for r in (best, worst)]
+        if len(ranges) < 2:
+            continue
+        noise = seed_noise(*sides, reference=reference)
+        rows.append(judge(f"range over lambda: {ungated} > {gated}", ranges[ungated] - ranges[gated], None, noise,
+                          task=task, metric=task_metric(task), range_without_grad=ranges[ungated],
+                          range_with_grad=ranges[gated]))
+    return claims_table(rows)
+
+
+# --- multi-exit --------------------------------------------------------------------------------------------------
+
+class TimedMultiExitObjective(MultiExitObjective):
+    """:class:`~bertsent.training.aligned_contrastive.MultiExitObjective` whose result also times entropy-based
+    early exiting on the trained model: for each threshold, the first ``latency_examples`` dev examples run one at
+    a time through :meth:`~bertsent.models.multi_exit.MultiExitClassifier.early_exit` (eval mode, no gradient,
+    batch of one, so an example pays only for the layers it uses); ``exit_latency`` holds the threshold, the mean
+    layers used on those examples and the wall seconds per example (one warm-up example first, not counted)."""
+
+    def __init__(self, config: MultiExitConfig | None = None, latency_examples: int = 64):
+        super().__init__(config)
+        self.latency_examples = int(latency_examples)
+
+    def describe(self) -> dict:
+        return {**super().describe(), "latency_examples": self.latency_examples}
+
+    def result(self, method, model) -> dict:
+        result = super().result(method, model)
+        inner = getattr(model, "module", model)
+        rows = method.dev.iloc[:self.latency_examples]
+        if not len(rows) or not inner._layerwise():
+            return {**result, "exit_latency": []}
+        was_training = inner.training
+        inner.eval()
+        device = next(inner.parameters()).device
+        encoded = [_encode(rows.iloc[i:i + 1], method.tokenizer, method.config.max_length)[0].to(device)
+                   for i in range(len(rows))]
+        inner.early_exit(**encoded[0], threshold=0.0)  # warm-up
+        latency = []
+        for threshold in self.config.exit_thresholds:
+            layers, start = [], time.perf_counter()
+            for batch in encoded:
+                layers.append(int(inner.early_exit(**batch, threshold=threshold)[1][0]))
+            seconds = time.perf_counter() - start
+            latency.append({"threshold": threshold, "mean_layers_timed": float(np.mean(layers)),
+                            "seconds_per_example": seconds / len(encoded)})
+        inner.train(was_training)
+        return {**result, "exit_latency": latency}
+
+
+def exit_grid(model, tasks, modes, seeds, max_train_examples: dict | None = None, weight: float = 0.5,
+              temperature: float = 0.3, thresholds=None, latency_examples: int = 64, data_dir=None,
+              results_dir=None, **settings) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Fine-tune (or reuse) a multi-exit model per mode x task x seed; returns (exits, curve).
+
+    ``exits``: one row per exit (mode, task, seed, exit (1-based), metric, score, accuracy / f1 / mcc);
+    ``curve``: one row per early-exit threshold (mode, task, seed, threshold, mean_layers and the task metric on
+    the whole dev set; mean_layers_timed and seconds_per_example on the timed examples)."""
+    from .runs import glue_run
+
+    exits, curves = [], []
+    for task in tasks:
+        metric = task_metric(task)
+        for mode in modes:
+            for seed in seeds:
+                config = MultiExitConfig(mode=mode, weight=float(weight), temperature=float(temperature),
+                                         **({} if thresholds is None else {"exit_thresholds": tuple(thresholds)}))
+                objective = TimedMultiExitObjective(config, latency_examples)
+                result = glue_run(model, task, glue_config(task, seed, max_train_examples, **settings), data_dir,
+                                  results_dir, objective).train()["result"]
+                for index, scores in enumerate(result["exit_metrics"], start=1):
+                    exits.append({"mode": mode, "task": task, "seed": int(seed), "exit": index, "metric": metric,
+                                  "score": scores[metric], **scores})
+                timed = {row["threshold"]: row for row in result.get("exit_latency", [])}
+                for point in result["exit_curve"]:
+                    extra = timed.get(point["threshold"], {})
+                    curves.append({"mode": mode, "task": task, "seed": int(seed), "threshold": point["threshold"],
+                                   "mean_layers": point["mean_layers"], "metric": metric, "score": point[metric],
+                                   "mean_layers_timed": extra.get("mean_layers_timed"),
+                                   "seconds_per_example": extra.get("seconds_per_example")})
+    return pd.DataFrame(exits), pd.DataFrame(curves)
+
+
+def exit_table(exits: pd.DataFrame) -> pd.DataFrame:
+    """Per (task, mode, exit): mean and sd over seeds of the task metric, and the gain over joint CE's mean."""
+    table = (exits.groupby(["task", "mode", "exit"], sort=False)["score"]
+             .agg(mean="mean", sd=lambda s: s.std(ddof=1) if len(s) > 1 else float("nan"), seeds="count")
+             .reset_index())
+    joint = table[table["mode"] == "joint"].set_index(["task", "exit"])["mean"]
+    table["gain_over_joint"] = [row["mean"] - joint.get((row["task"], row["exit"]), float("nan"))
+                                for _, row in table.iterrows()]
+    table["metric"] = table["task"].map(task_metric)
+    return table
+
+
+def exit_curve_table(curve: pd.DataFrame) -> pd.DataFrame:
+    """The quality-speed curve per (task, mode, threshold), averaged over seeds: mean layers used, seconds per
+    example (timed examples), the metric (mean and sd over seeds)."""
+    grouped = curve.groupby(["task", "mode", "threshold"], sort=False)
+    table = grouped.agg(mean_layers=("mean_layers", "mean"), seconds_per_example=("seconds_per_example", "mean"),
+                        score=("score", "mean"), seeds=("seed", "nunique")).reset_index()
+    table["score_sd"] = grouped["score"].std(ddof=1).to_numpy()
+    table["metric"] = table["task"].map(task_metric)
+    return table
+
+
+def shallow_gain_claim(exits: pd.DataFrame, mode: str = "acl_cl", baseline: str = "joint") -> pd.DataFrame:
+    """The claim "shallow exits gain more from ACL-CL than deep ones": per task, the gain of ``mode`` over
+    ``baseline`` averaged over the shallow half of the exits minus that over the deep half (the last exit
+    included). Per seed, each mode's shallow-minus-deep difference is one number, so the noise is the seed
+    noise of the difference of the two modes' means of it."""
+    rows = []
+    for task, group in exits.groupby("task", sort=False):
+        count = int(group["exit"].max())
+        if count < 2:
+            continue
+        shallow = group["exit"] <= count // 2
+        per_seed = {}
+        for which in (mode, baseline):
+            part = group[group["mode"] == which]
+            if not len(part):
+                break
+            values = (part[shallow[part.index]].groupby("seed")["score"].mean()
+                      - part[~shallow[part.index]].groupby("seed")["score"].mean())
+            per_seed[which] = values.dropna()
+        if len(per_seed) < 2:
+            continue
+        a, b = per_seed[mode], per_seed[baseline]
+        noise = seed_noise(Side(float(a.std(ddof=1)) if len(a) > 1 else 0.0, len(a)),
+                           Side(float(b.std(ddof=1)) if len(b) > 1 else 0.0, len(b)))
+        rows.append(judge(f"gain of {mode} over {baseline}: shallow half > deep half", a.mean() - b.mean(), None,
+                          noise, task=task, metric=task_metric(task), exits=count))
+    return claims_table(rows)
+
+
+def exit_claims(table: pd.DataFrame, mode: str = "acl_cl", against=("joint", "kd")) -> pd.DataFrame:
+    """Per task and exit: "``mode`` > each of ``against``" at that exit, seed noise of the two means."""
+    rows = []
+    for (task, exit_), group in table.groupby(["task", "exit"], sort=False):
+        modes = group.set_index("mode")
+        if mode not in modes.index:
+            continue
+        for other in against:
+            if other not in modes.index:
+                continue
+            a, b = modes.loc[mode], modes.loc[other]
+            noise = seed_noise(Side(0.0 if pd.isna(a["sd"]) else a["sd"], int(a["seeds"])),
+                               Side(0.0 if pd.isna(b["sd"]) else b["sd"], int(b["seeds"])))
+            rows.append(judge(f"{mode} > {other}", a["mean"] - b["mean"], None, noise, task=task,
+                              exit=int(exit_), metric=task_metric(task)))
+    return claims_table(rows)
+
+
+# --- words built from the numbers ------------------------------------------------------------------------------
+
+def missing_tasks_sentence(tasks) -> str:
+    """Which of the paper's seven GLUE tasks this build has, and which it cannot have."""
+    return (f"The paper reports seven GLUE tasks (CoLA, MNLI, MRPC, QNLI, QQP, RTE, SST-2). This build fine-tunes "
+            f"{', '.join(tasks)}; {', '.join(MISSING_TASKS)} are missing: they have no training data in this "
+            f"repository's data manifest (MNLI and QQP are absent altogether; QNLI has a dev set only).")
+
+
+def angle_sentence(table: pd.DataFrame, threshold: float = 90.0) -> str:
+    """One line per task and pair: the share of steps above the threshold and the angles' range."""
+    lines = []
+    for _, row in table.iterrows():
+        if pd.isna(row.get("mean")):
+            lines.append(f"- {row['task']}, {row['pair']}: no measured angle.")
+            continue
+        lines.append(f"- {row['task']}, {row['pair']}: {row['share_above']:.0%} of {row['steps']} steps above "
+                     f"{threshold:g} degrees (median {row['median']:.1f}, 10th-90th percentile {row['p10']:.1f}-"
+                     f"{row['p90']:.1f}, min {row['min']:.1f}, max {row['max']:.1f}).")
+    return "\n".join(lines)
+
+
+def with_reference(scores: pd.DataFrame, method: str = "acl") -> Spread | None:
+    """A seed spread to lend to one-seed sides: the mean sd over tasks of ``method`` in ``scores`` (None when no
+    task has two seeds)."""
+    part = scores[(scores["method"] == method) & scores["sd"].notna()]
+    if not len(part):
+        return None
+    return Spread(float(part["sd"].mean()), int(part["seeds"].min()),
+                  f"{method}'s mean sd over {len(part)} task metrics of the main table")
+
+
+__all__ = ["METHODS", "EXIT_MODES", "MISSING_TASKS", "acl_config", "run_grid", "lambda_grid", "score_table",
+           "main_table", "cost_table", "angle_table", "lambda_table", "lambda_spread", "main_claims",
+           "majority_count", "lambda_claim", "TimedMultiExitObjective", "exit_grid", "exit_table",
+           "exit_curve_table", "shallow_gain_claim", "exit_claims", "missing_tasks_sentence", "angle_sentence",
+           "with_reference"]

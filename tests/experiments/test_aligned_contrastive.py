@@ -1,0 +1,171 @@
+"""The ACL chapter's tables, noise and verdicts on hand-made runs (no training)."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bertsent.experiments import aligned_contrastive as acl
+from bertsent.report.claims import Z, Spread
+
+
+def _runs(scores: dict) -> pd.DataFrame:
+    """(task, method) -> list of per-seed scores (MRPC: (accuracy, f1) pairs)."""
+    rows = []
+    for (task, method), values in scores.items():
+        for seed, value in enumerate(values, start=1):
+            row = {"task": task, "method": method, "seed": seed, "weight": None if method == "ce" else 0.5,
+                   "metric": acl.task_metric(task), "train_seconds": 10.0 * (1 + (method != "ce")),
+                   "accuracy": None, "f1": None, "mcc": None}
+            if task == "MRPC":
+                row["accuracy"], row["f1"] = value
+            else:
+                row[acl.task_metric(task)] = value
+            row["score"] = row[acl.task_metric(task)]
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_acl_config_per_method():
+    assert acl.acl_config("ce") is None
+    scl, embed, gated = acl.acl_config("ce_scl", 0.3), acl.acl_config("acl_embed"), acl.acl_config("acl", 1.0, 0.1)
+    assert (scl.loss, scl.gradient_gate, scl.weight, scl.measure_angle) == ("scl", False, 0.3, True)
+    assert (embed.loss, embed.gradient_gate, embed.weight, embed.temperature) == ("acl_embed", False, 0.5, 0.3)
+    assert (gated.loss, gated.gradient_gate, gated.weight, gated.temperature) == ("acl_embed", True, 1.0, 0.1)
+    with pytest.raises(ValueError, match="Unknown method"):
+        acl.acl_config("acl_grad")
+
+
+def test_score_table_means_sds_and_mrpc_two_metrics():
+    runs = _runs({("RTE", "ce"): [60.0, 62.0, 64.0], ("RTE", "acl"): [65.0, 65.0, 68.0],
+                  ("MRPC", "ce"): [(80.0, 85.0), (82.0, 87.0)], ("MRPC", "acl"): [(81.0, 86.0)]})
+    scores = acl.score_table(runs)
+    rte = scores[scores["task"] == "RTE"].set_index("method")
+    assert rte.loc["ce", "mean"] == 62.0 and rte.loc["ce", "sd"] == pytest.approx(2.0) and rte.loc["ce", "seeds"] == 3
+    assert rte.loc["acl", "mean"] == pytest.approx(66.0)
+    mrpc = scores[scores["task"] == "MRPC"]
+    assert list(mrpc["metric"]) == ["accuracy", "accuracy", "f1", "f1"]
+    assert mrpc[(mrpc["metric"] == "f1") & (mrpc["method"] == "ce")]["mean"].item() == 86.0
+    assert math.isnan(mrpc[(mrpc["metric"] == "f1") & (mrpc["method"] == "acl")]["sd"].item())  # one seed
+    table = acl.main_table(scores)
+    assert list(table.index) == ["CE", "ACL (Embed+Grad)"]
+    assert list(table.columns) == ["MRPC accuracy", "MRPC f1", "RTE accuracy"]  # GLUE order of TASK_METRICS
+    assert table.loc["CE", "RTE accuracy"] == "62.00 ± 2.00" and table.loc["ACL (Embed+Grad)", "MRPC f1"] == "86.00"
+
+
+def test_main_claims_use_seed_noise_and_count_the_majority():
+    runs = _runs({("RTE", "ce"): [60.0, 62.0, 64.0], ("RTE", "ce_scl"): [61.0, 61.0, 61.0],
+                  ("RTE", "acl"): [70.0, 72.0, 74.0],
+                  ("CoLA", "ce"): [30.0, 32.0, 34.0], ("CoLA", "ce_scl"): [33.0, 33.0, 33.0],
+                  ("CoLA", "acl"): [32.0, 33.0, 34.0]})
+    claims = acl.main_claims(acl.score_table(runs))
+    rte = claims[claims["task"] == "RTE"].set_index("claim")
+    assert rte.loc["acl > ce", "our_effect"] == pytest.approx(10.0)
+    assert rte.loc["acl > ce", "tolerance"] == pytest.approx(Z * math.sqrt(4 / 3 + 4 / 3))
+    assert rte.loc["acl > ce", "verdict"] == "reproduced" and math.isnan(rte.loc["acl > ce", "paper_effect"])
+    cola = claims[claims["task"] == "CoLA"].set_index("claim")
+    assert cola.loc["acl > ce", "verdict"] == "within noise"
+    assert acl.majority_count(claims) == {"tasks": 2, "beyond_noise": 1, "by_sign": 1}  # CoLA: 33 vs 33 is no win
+
+
+def test_cost_table_ratio_to_ce():
+    cost = acl.cost_table(_runs({("RTE", "ce"): [1.0], ("RTE", "acl"): [2.0]})).set_index("method")
+    assert cost.loc["ce", "seconds_ratio_to_ce"] == 1.0 and cost.loc["acl", "seconds_ratio_to_ce"] == 2.0
+
+
+def test_angle_table_share_strictly_above_threshold_and_nan_counted_apart():
+    angles = pd.DataFrame({"method": ["ce_scl"] * 5 + ["acl_embed"] * 2, "task": "RTE", "seed": [1, 1, 1, 2, 2, 1, 1],
+                           "weight": 0.5, "step": [1, 2, 3, 1, 2, 1, 2],
+                           "angle": [80.0, 90.0, 100.0, 95.0, np.nan, 70.0, 89.9], "dropped": False})
+    table = acl.angle_table(angles).set_index("method")
+    assert table.loc["ce_scl", "steps"] == 4 and table.loc["ce_scl", "undefined"] == 1
+    assert table.loc["ce_scl", "share_above"] == 0.5  # 100 and 95; exactly 90 is not above
+    assert table.loc["ce_scl", "median"] == 92.5 and table.loc["ce_scl", "seeds"] == 2
+    assert table.loc["ce_scl", "pair"] == "CE vs SCL" and table.loc["acl_embed", "share_above"] == 0.0
+    assert "RTE, CE vs SCL: 50% of 4 steps above 90 degrees" in acl.angle_sentence(table.reset_index())
+
+
+def test_lambda_table_spread_and_claim():
+    rows = []
+    for method, curve in {"acl_embed": {0.1: [50.0, 52.0], 1.0: [40.0, 42.0]},
+                          "acl": {0.1: [50.0, 52.0], 1.0: [49.0, 51.0]}}.items():
+        for weight, values in curve.items():
+            rows += [{"task": "CoLA", "method": method, "weight": weight, "seed": s, "score": v}
+                     for s, v in enumerate(values, start=1)]
+    table = acl.lambda_table(pd.DataFrame(rows))
+    assert list(table["method"]) == ["acl_embed", "acl_embed", "acl", "acl"]
+    assert table["sd"].tolist() == pytest.approx([math.sqrt(2)] * 4)
+    spread = acl.lambda_spread(table).set_index("method")
+    assert spread.loc["acl_embed", "range"] == 10.0 and spread.loc["acl", "range"] == 1.0
+    assert spread.loc["acl_embed", "best_weight"] == 0.1 and spread.loc["acl_embed", "worst_weight"] == 1.0
+    claim = acl.lambda_claim(table).iloc[0]
+    assert claim["our_effect"] == 9.0 and claim["range_with_grad"] == 1.0
+    assert claim["tolerance"] == pytest.approx(Z * math.sqrt(4 * 2 / 2))  # four sides, sd^2 = 2 over 2 seeds each
+    assert claim["verdict"] == "reproduced"
+
+
+def test_lambda_claim_borrows_a_spread_for_one_seed():
+    table = pd.DataFrame({"task": "CoLA", "method": ["acl_embed", "acl_embed", "acl", "acl"],
+                          "weight": [0.1, 1.0, 0.1, 1.0], "mean": [50.0, 40.0, 50.0, 49.0],
+                          "sd": np.nan, "seeds": 1, "metric": "mcc"})
+    without = acl.lambda_claim(table).iloc[0]
+    assert math.isnan(without["tolerance"]) and without["seeds"] == "one seed"
+    lent = acl.lambda_claim(table, reference=Spread(3.0, 3, "test")).iloc[0]
+    assert lent["tolerance"] == pytest.approx(Z * math.sqrt(4 * 9.0)) and lent["verdict"] == "within noise"  # 9 < 12
+
+
+def _exits():
+    """Two seeds, 4 exits; acl_cl gains 6 points at exits 1-2, 2 at exits 3-4 over joint; kd gains 1 everywhere."""
+    rows = []
+    for seed, jitter in ((1, 0.0), (2, 1.0)):
+        for exit_, base in zip(range(1, 5), (60.0, 70.0, 80.0, 85.0)):
+            for mode, gain in (("joint", 0.0), ("kd", 1.0), ("acl_cl", 6.0 if exit_ <= 2 else 2.0)):
+                score = base + gain + jitter * (exit_ % 2)
+                rows.append({"mode": mode, "task": "SST-2", "seed": seed, "exit": exit_, "metric": "accuracy",
+                             "score": score, "accuracy": score})
+    return pd.DataFrame(rows)
+
+
+def test_exit_table_gain_and_claims():
+    exits = _exits()
+    table = acl.exit_table(exits)
+    acl_cl = table[table["mode"] == "acl_cl"].set_index("exit")
+    assert acl_cl.loc[1, "gain_over_joint"] == pytest.approx(6.0) and acl_cl.loc[4, "gain_over_joint"] == pytest.approx(2.0)
+    assert acl_cl.loc[1, "seeds"] == 2 and acl_cl.loc[1, "mean"] == pytest.approx(66.5)
+    claims = acl.exit_claims(table)
+    assert len(claims) == 8 and set(claims["claim"]) == {"acl_cl > joint", "acl_cl > kd"}
+    first = claims[(claims["exit"] == 1) & (claims["claim"] == "acl_cl > joint")].iloc[0]
+    assert first["our_effect"] == pytest.approx(6.0)
+    assert first["tolerance"] == pytest.approx(Z * math.sqrt(0.5 / 2 + 0.5 / 2))  # sd sqrt(0.5) on each side
+
+
+def test_shallow_gain_claim_is_paired_within_seed():
+    claim = acl.shallow_gain_claim(_exits()).iloc[0]
+    # acl_cl: shallow - deep per seed = (66 or 66.5) - (84.5 or 85) ...; the difference of modes is exactly 6 - 2
+    assert claim["our_effect"] == pytest.approx(4.0) and claim["exits"] == 4
+    assert claim["tolerance"] == pytest.approx(0.0) and claim["verdict"] == "reproduced"  # the jitter cancels
+
+
+def test_exit_curve_table_averages_seeds():
+    curve = pd.DataFrame({"mode": "acl_cl", "task": "SST-2", "seed": [1, 2, 1, 2], "threshold": [0.0, 0.0, 0.5, 0.5],
+                          "mean_layers": [6.0, 6.0, 2.0, 3.0], "metric": "accuracy", "score": [90.0, 88.0, 80.0, 82.0],
+                          "mean_layers_timed": [6.0, 6.0, 2.0, 3.0],
+                          "seconds_per_example": [0.010, 0.012, 0.004, 0.006]})
+    table = acl.exit_curve_table(curve).set_index("threshold")
+    assert table.loc[0.5, "mean_layers"] == 2.5 and table.loc[0.5, "score"] == 81.0
+    assert table.loc[0.0, "seconds_per_example"] == pytest.approx(0.011)
+    assert table.loc[0.0, "score_sd"] == pytest.approx(math.sqrt(2)) and table.loc[0.0, "seeds"] == 2
+
+
+def test_missing_tasks_are_named():
+    sentence = acl.missing_tasks_sentence(["RTE", "CoLA"])
+    assert "MNLI, QNLI, QQP are missing" in sentence and "RTE, CoLA" in sentence
+
+
+def test_with_reference_lends_the_mean_sd():
+    scores = pd.DataFrame({"task": ["RTE", "CoLA", "RTE"], "metric": ["accuracy", "mcc", "accuracy"],
+                           "method": ["acl", "acl", "ce"], "mean": [60.0, 30.0, 59.0], "sd": [1.0, 3.0, 9.0],
+                           "seeds": [3, 3, 3]})
+    spread = acl.with_reference(scores)
+    assert spread.sd == 2.0 and spread.seeds == 3
+    assert acl.with_reference(scores.assign(sd=np.nan)) is None
