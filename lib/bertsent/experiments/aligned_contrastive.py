@@ -439,4 +439,13 @@ __all__ = ["METHODS", "EXIT_MODES", "MISSING_TASKS", "acl_config", "run_grid", "
            "main_table", "cost_table", "angle_table", "lambda_table", "lambda_spread", "main_claims",
            "majority_count", "lambda_claim", "TimedMultiExitObjective", "exit_grid", "exit_table",
            "exit_curve_table", "shallow_gain_claim", "exit_claims", "missing_tasks_sentence", "angle_sentence",
-           "with_reference"]
+           "with_reference", "tolerance_phrase"]
+
+
+def tolerance_phrase(claims: pd.DataFrame) -> str:
+    """The tolerances of a claims table in words: "2.1-5.3 points", or that none could be measured (one seed)."""
+    measured = claims["tolerance"].dropna() if "tolerance" in claims else pd.Series(dtype=float)
+    if not len(measured):
+        return "an unmeasured amount (one seed: no seed noise, the verdict comes from the sign alone)"
+    low, high = measured.min(), measured.max()
+    return f"{low:.1f} points" if np.isclose(low, high) else f"{low:.1f}-{high:.1f} points"
