@@ -28,6 +28,8 @@ from .bert_ablations import compare_rows, glue_scores, run_label
 from .geometry import geometry_claims
 from .self_guided import METHOD_LOSSES, ablation_claims, domain_claims, seed_spreads, sts_claims
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 # The STS claims of the paper's main table (Table 2), "A > B" on the seven-set average: as on the STS page.
 STS_CLAIMS = [("sg_opt", "cls"), ("sg", "cls"), ("sg_opt", "mean"), ("sg_opt", "sg"), ("sg_opt", "whitening")]
 # The BERT ablations' objective claims, in the paper's order: "A > B" at one size.
