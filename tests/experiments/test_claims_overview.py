@@ -1,0 +1,111 @@
+"""The claims overview pages' library: every claim of a chapter recomputed from per-run CSVs (hand-made here)."""
+import json
+
+import pandas as pd
+import pytest
+
+from bertsent.experiments import claims_overview as overview
+from bertsent.report import reported
+
+DATASETS = ["stsb", "sickr", "sts12", "sts13", "sts14", "sts15", "sts16"]
+
+
+def _sts_rows(backbone, method, train_data, seed, value):
+    return [{"backbone": backbone, "method": method, "train_data": train_data, "seed": seed, "dataset": d,
+             "aggregation": "all", "spearman": value} for d in DATASETS]
+
+
+def _write_sg_inputs(folder, gain):
+    """sts_main.csv: untrained [CLS] at 50, SG-OPT (3 seeds, spread 0.5) at 50 + gain; an ablation CSV whose SG-OPT
+    has 3 seeds; a domain CSV with SG-OPT and whitening on both sentence sets."""
+    rows = _sts_rows("m", "cls", "-", "-", 50.0)
+    for seed, offset in zip((1, 2, 3), (-0.5, 0.0, 0.5)):
+        rows += _sts_rows("m", "sg_opt", "stsb_train", seed, 50.0 + gain + offset)
+    pd.DataFrame(rows).to_csv(folder / "sts_main.csv", index=False)
+    ablation = []
+    for seed, offset in zip((1, 2, 3), (-0.5, 0.0, 0.5)):
+        ablation += [{**r, "variant": "sg_opt"} for r in _sts_rows("m", "sg_opt", "stsb_train", seed, 60 + offset)]
+    ablation += [{**r, "variant": "no_head"} for r in _sts_rows("m", "sg_opt", "stsb_train", 1, 59.0)]
+    pd.DataFrame(ablation).drop(columns="method").to_csv(folder / "sg_ablations.csv", index=False)
+    domain = (_sts_rows("m", "whitening", "stsb_all", "-", 60.0) + _sts_rows("m", "whitening", "snli", "-", 55.0)
+              + _sts_rows("m", "sg_opt", "stsb_all", 1, 62.0) + _sts_rows("m", "sg_opt", "snli", 1, 61.0))
+    pd.DataFrame(domain).to_csv(folder / "sg_domain.csv", index=False)
+
+
+def _claim(table, claim):
+    return table.set_index("claim").loc[claim]
+
+
+def test_a_claim_flips_from_within_noise_to_reproduced_as_the_gap_grows(tmp_path):
+    paper = reported.sg_opt_sts_table().loc["BERT-base", "avg"]
+    paper_gap = paper["sg_opt"] - paper["cls"]
+    verdicts = {}
+    for gain in (0.2, paper_gap):  # tolerance: 2 * 0.5 / sqrt(3) = 0.58 (seeds 3 vs deterministic)
+        _write_sg_inputs(tmp_path, gain)
+        row = _claim(overview.sg_opt_claims(tmp_path)["sts_main_claims.csv"], "sg_opt > cls")
+        assert row["paper_effect"] == pytest.approx(paper_gap)  # the paper's number, from report.reported
+        assert row["our_effect"] == pytest.approx(gain)
+        assert row["tolerance"] == pytest.approx(2 * 0.5 / 3 ** 0.5)
+        verdicts[gain] = row["verdict"]
+    assert list(verdicts.values()) == ["within noise", "reproduced"]
+
+
+def test_sg_opt_chapter_writes_each_table_under_the_pages_file_name(tmp_path):
+    _write_sg_inputs(tmp_path, 3.0)
+    tables = overview.sg_opt_claims(tmp_path)
+    assert list(tables) == ["sts_main_claims.csv", "sg_ablations_claims.csv", "sg_domain_claims.csv"]
+    assert _claim(tables["sg_ablations_claims.csv"], "no_head < sg_opt")["our_effect"] == pytest.approx(-1.0)
+    domain = tables["sg_domain_claims.csv"]
+    robust = domain[(domain["claim"] == "sg_opt more robust than whitening (avg)")].iloc[0]
+    assert robust["our_effect"] == pytest.approx(-1.0 - -5.0)
+    summary = overview.chapter_summary(tables)
+    assert "sg_opt > cls (stsb_train)" in summary.index and "m" in summary.columns
+
+
+def test_a_missing_csv_names_the_page_to_run(tmp_path):
+    with pytest.raises(overview.MissingResults, match=r"sg_opt_sts.*python -m bertsent.book run sg_opt_sts"):
+        overview.sg_opt_claims(tmp_path)
+    with pytest.raises(overview.MissingResults, match="bert_ablations"):
+        overview.bert_claims(tmp_path)
+    with pytest.raises(overview.MissingResults, match="isotropy"):
+        overview.chapter_claims("geometry", tmp_path)
+
+
+def test_geometry_claims_come_from_the_trained_readouts(tmp_path):
+    (tmp_path / "isotropy").mkdir()
+    pd.DataFrame({"backbone": ["m", "m", "m"], "method": ["cls", "mean", "sg_opt"], "anisotropy": [0.8, 0.1, 0.4],
+                  "uniformity": [-1.0, -3.0, -2.5]}).to_csv(tmp_path / "isotropy" / "methods.csv", index=False)
+    table = overview.geometry_claims_overview(tmp_path)["isotropy/claims.csv"]
+    assert table["method"].tolist() == ["sg_opt", "sg_opt"]
+    assert table["our_effect"].tolist() == pytest.approx([-0.4, -1.5])
+    assert set(table["verdict"]) == {"reproduced"}  # the direction (lower), tolerance not measured (one seed)
+
+
+def test_bert_claims_from_the_glue_search(tmp_path):
+    (tmp_path / "bert").mkdir()
+    scores = {"tiny mlm_nsp": 60.0, "tiny mlm": 50.0, "tiny untrained": 52.0, "mini mlm_nsp": 70.0}
+    pd.DataFrame([{"task": "RTE", "model": model, "accuracy": value, "chosen": True, "dev_examples": 277}
+                  for model, value in scores.items()]).to_csv(tmp_path / "bert" / "ablation_glue.csv", index=False)
+    tables = overview.bert_claims(tmp_path)
+    objective = tables["bert/ablation_objective_claims.csv"]
+    assert objective["claim"].tolist() == ["tiny mlm_nsp > tiny mlm", "tiny mlm_nsp > tiny untrained",
+                                           "tiny mlm > tiny untrained"]
+    assert objective["verdict"].tolist() == ["reproduced", "within noise", "within noise"]  # tolerance about 8
+    size = tables["bert/ablation_size_claims.csv"]
+    assert size["claim"].tolist() == ["mini mlm_nsp > tiny mlm_nsp"] and size["verdict"].iloc[0] == "reproduced"
+
+
+def test_run_records_say_which_runs_and_whether_they_predate_the_rule(tmp_path, monkeypatch):
+    monkeypatch.setattr(overview, "rule_date", lambda: "2026-12-01 08:00:00")
+    (tmp_path / "runs").mkdir()
+    old = {"profile": "quick", "finished": "2026-11-30 01:11:37", "library_files": ["lib/bertsent/sg_experiments.py"]}
+    new = {"profile": "paper", "finished": "2026-12-02 10:00:00", "library_files": [overview.RULE_MODULE]}
+    (tmp_path / "runs" / "a.json").write_text(json.dumps(old))
+    (tmp_path / "runs" / "b.json").write_text(json.dumps(new))
+    records = overview.run_records(["a", "b", "c"], tmp_path)
+    assert records["current_rule"].tolist() == [False, True, False]
+    assert records["note"].iloc[2] == "no run record"
+    text = overview.provenance(records)
+    assert "`a` (quick profile, finished 2026-11-30 01:11:37)" in text and "`b` (paper profile" in text
+    assert "That page was executed before the current verdict rule" in text and "No run record for `c`" in text
+    assert "predate" not in overview.provenance(records.iloc[[1]])
