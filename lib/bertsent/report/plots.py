@@ -274,7 +274,7 @@ def alpha_heatmaps(alphas: dict[str, np.ndarray]):
     for col, (backbone, alpha) in enumerate(alphas.items()):
         alpha = np.asarray(alpha)
         states = alpha.shape[0]
-        sns.heatmap(alpha, ax=axes[0][col], cmap="magma", vmin=0, annot=states <= 8, fmt=".2f",
+        sns.heatmap(alpha, ax=axes[0][col], cmap="magma", annot=states <= 8, fmt=".3f", annot_kws={"fontsize": 7},
                     cbar_kws={"label": "alpha"}, square=True)
         axes[0][col].set_title(backbone)
         axes[0][col].set_xlabel("key hidden state m (0 = embeddings)")
@@ -305,23 +305,23 @@ def pooling_ablation_bars(table: pd.DataFrame, metric: str = "stsb", paper_colum
         y = np.arange(len(rows))
         colours = ["tab:orange" if p.startswith("att") else "tab:blue" for p in rows["pooling"]]
         ax.barh(y, rows[metric], xerr=rows[f"{metric}_sd"].fillna(0), color=colours, alpha=0.85, capsize=3)
-        for i, (value, seeds) in enumerate(zip(rows[metric], rows["seeds"])):
+        for i, (value, sd, seeds) in enumerate(zip(rows[metric], rows[f"{metric}_sd"].fillna(0), rows["seeds"])):
             if pd.notna(value):
-                ax.text(value, i, f" {value:.1f} ({seeds} seed{'s' if seeds != 1 else ''})", va="center", fontsize=8)
+                ax.text(value + sd, i, f" {value:.1f} ({seeds} seed{'s' if seeds != 1 else ''})", va="center",
+                        fontsize=8)
         if paper_column and paper_column in rows:
             marked = rows[paper_column].notna()
-            ax.scatter(rows.loc[marked, paper_column], y[marked], marker="D", color="black", zorder=3,
-                       label="paper (BERT-base)")
-            if marked.any():
-                ax.legend(fontsize=8, loc="lower right")
+            ax.scatter(rows.loc[marked, paper_column], y[marked], marker="D", color="black", zorder=3)
         ax.set_yticks(y)
         ax.set_yticklabels(rows["pooling"])
         ax.invert_yaxis()
         ax.set_title(backbone)
-        ax.set_xlabel({"stsb": "STS-B test Spearman x 100", "avg": "seven-set STS average"}.get(metric, metric))
+        ax.set_xlabel({"stsb": "STS-B test Spearman x 100", "avg": "seven-set STS average"}.get(metric, metric)
+                      + ("\n(black diamond: the paper, BERT-base)" if paper_column and paper_column in rows
+                         and rows[paper_column].notna().any() else ""))
         finite = pd.concat([rows[metric], rows.get(paper_column, pd.Series(dtype=float))]).dropna()
         if len(finite):
-            ax.set_xlim(max(0, finite.min() - 10), min(100, finite.max() + 8))
+            ax.set_xlim(max(0, finite.min() - 10), min(100, finite.max() + 12))
     fig.tight_layout()
     return fig
 
