@@ -65,6 +65,9 @@ def test_pooling_claims_effects_tolerance_and_verdicts():
     assert row["tolerance"] == pytest.approx(2 * np.sqrt(2 / 2 + 2 / 2))  # sd sqrt(2) over 2 seeds on each side
     assert row["verdict"] == REPRODUCED
     assert np.isnan(claims.loc["att_both_cls > cls_last (stsb)", "paper_effect"])  # a direction only
+    # cls_last has one seed: it borrows att_both_cls's spread (sd sqrt(2) over 2 seeds)
+    assert claims.loc["att_both_cls > cls_last (stsb)", "tolerance"] == pytest.approx(2 * np.sqrt(2 / 2 + 2))
+    assert "lent: att_both_cls over 2 seeds on m" in claims.loc["att_both_cls > cls_last (stsb)", "noise_source"]
     assert "att_both_cls > att_both (stsb)" not in claims.index  # att_both not trained here
 
 
@@ -75,8 +78,9 @@ def test_rq4_compares_the_fixed_readout_with_the_same_readout_trained_alone():
     claims = ap.rq4_claims(table).set_index("claim")
     assert claims["our_effect"].tolist() == pytest.approx([2.0, -1.0])
     assert claims["paper_effect"].isna().all()
-    # one seed on the trained-alone side and no lent spread: sign alone
-    assert claims["verdict"].tolist() == [REPRODUCED, NOT_REPRODUCED]
+    # the one-seed side borrows the pooler-trained readout's spread: sd sqrt(2) (cls_last), 0 (mean_last)
+    assert claims["tolerance"].tolist() == pytest.approx([2 * np.sqrt(2 / 2 + 2), 0.0])
+    assert claims["verdict"].tolist() == [WITHIN_NOISE, NOT_REPRODUCED]
 
 
 def test_alpha_weights_sum_to_one_and_round_trip():
@@ -102,18 +106,26 @@ def test_encoding_overhead_is_the_ratio_of_medians():
     assert out["overhead_ratio"] == pytest.approx(1.10) and out["overhead_percent"] == pytest.approx(10.0)
 
 
-def test_geometry_and_search_claims_directions():
-    geometry = pd.DataFrame({"backbone": ["m", "m"], "method": ["att_both_cls", "cls_last"],
-                             "anisotropy": [0.2, 0.3], "uniformity": [-2.0, -1.5]})
+def test_geometry_and_search_claims_means_over_seeds_with_lent_spread():
+    from bertsent.report.claims import Spread, judge, seed_noise
+
+    geometry = pd.DataFrame({"backbone": "m", "method": ["att_both_cls", "att_both_cls", "cls_last"],
+                             "seed": [1, 2, 1], "anisotropy": [0.2, 0.4, 0.5], "uniformity": [-2.0, -2.0, -1.5]})
     claims = ap.geometry_claims(geometry).set_index("quantity")
-    assert claims.loc["anisotropy", "our_effect"] == pytest.approx(-0.1)
-    assert claims["verdict"].tolist() == [REPRODUCED, REPRODUCED]  # lower is the paper's direction for both
-    retrieval = pd.DataFrame({"backbone": "m", "set": "stsb", "pooling": ["att_both_cls", "att_both_cls", "cls_last"],
-                              "readout": ["pooled", "cls_last", "pooled"], "mrr@10": [60.1, 59.0, 60.0]})
+    assert claims.loc["anisotropy", "our_effect"] == pytest.approx(-0.2)  # mean 0.3 against 0.5
+    sd = np.std([0.2, 0.4], ddof=1)
+    assert claims.loc["anisotropy", "tolerance"] == pytest.approx(2 * np.sqrt(sd ** 2 / 2 + sd ** 2))
+    expected = judge("x", -0.2, None, seed_noise((sd, 2), (0.0, 1), reference=Spread(sd, 2, "lent")), direction=-1)
+    assert claims.loc["anisotropy", "verdict"] == expected["verdict"] == WITHIN_NOISE
+    assert claims.loc["uniformity", "tolerance"] == 0.0  # no spread over the pooler's seeds
+    assert claims.loc["uniformity", "verdict"] == REPRODUCED  # lower is the paper's direction
+    retrieval = pd.DataFrame({"backbone": "m", "set": "stsb", "seed": [1, 2, 1, 1],
+                              "pooling": ["att_both_cls", "att_both_cls", "att_both_cls", "cls_last"],
+                              "readout": ["pooled", "pooled", "cls_last", "pooled"], "mrr@10": [60.1, 60.1, 59.0, 60.0]})
     search = ap.search_claims(retrieval, 0.47)
-    assert search["our_effect"].item() == pytest.approx(0.1)
-    assert search["verdict"].item() == DIRECTION_ONLY  # beyond the (unmeasured) noise, under half the paper's
-    equal = retrieval.assign(**{"mrr@10": [60.0, 59.0, 60.0]})
+    assert search["our_effect"].item() == pytest.approx(0.1) and search["paper_effect"].item() == 0.47
+    assert search["verdict"].item() == DIRECTION_ONLY  # beyond the (zero) spread, under half the paper's
+    equal = retrieval.assign(**{"mrr@10": [60.0, 60.0, 59.0, 60.0]})
     assert ap.search_claims(equal, 0.47)["verdict"].item() == WITHIN_NOISE
 
 

@@ -25,7 +25,7 @@ from ..evaluation.geometry import geometry_summary
 from ..evaluation.retrieval import evaluate_retrieval
 from ..evaluation.sts import cosine_rows, evaluate_sts
 from ..models.layer_attention import FIXED_POOLINGS, POOLINGS
-from ..report.claims import Side, claims_table, judge, seed_noise
+from ..report.claims import Side, Spread, claims_table, judge, seed_noise
 from ..training.attention_pooling import AttentionPoolingConfig
 
 METHOD_VERSION = 1  # bump when the maths changes
@@ -202,17 +202,28 @@ def _side(sd, seeds) -> Side:
     return Side(0.0 if pd.isna(sd) else float(sd), int(seeds))
 
 
+def _spread(row, value: str, label: str) -> Spread | None:
+    """The seed spread of one row (``<value>_sd`` over ``seeds``), to lend to one-seed rows; None under 2 seeds."""
+    if row is None or row["seeds"] < 2 or pd.isna(row[f"{value}_sd"]):
+        return None
+    return Spread(float(row[f"{value}_sd"]), int(row["seeds"]), label)
+
+
 def pooling_claims(scores: pd.DataFrame, paper: pd.Series, claims=RQ1_CLAIMS, metric: str = "stsb",
-                   aggregation: str = "all") -> pd.DataFrame:
+                   aggregation: str = "all", reference: str = PAPER_POOLER) -> pd.DataFrame:
     """RQ1, "learned layer-wise pooling beats fixed pooling": each (better, worse) pair of trained poolings judged on
     ``metric`` (``stsb`` or ``avg``) with :func:`~bertsent.report.claims.judge`. The paper's effect is the difference
     of its STS-B figures where it reports both rows, else a direction only (the paper says the pooler beats every
-    fixed pooling). Tolerance: :func:`~bertsent.report.claims.seed_noise` over each side's seeds."""
+    fixed pooling). Tolerance: :func:`~bertsent.report.claims.seed_noise` over each side's seeds; a one-seed side
+    borrows the spread of ``reference`` (the paper's pooler) over its seeds on the same backbone, when it has two or
+    more."""
     per_seed = per_seed_scores(scores[scores["readout"] == "pooled"], aggregation)
     stats = _stats(per_seed, ["backbone", "pooling"], metric)
     rows = []
     for backbone, group in stats.groupby("backbone", sort=False):
         group = group.set_index("pooling")
+        base = group.loc[reference] if reference in group.index else None
+        lent = _spread(base, metric, f"{reference} over {0 if base is None else base['seeds']} seeds on {backbone}")
         for better, worse in claims:
             if better not in group.index or worse not in group.index:
                 continue
@@ -222,7 +233,8 @@ def pooling_claims(scores: pd.DataFrame, paper: pd.Series, claims=RQ1_CLAIMS, me
             effect = paper.get(better, np.nan) - paper.get(worse, np.nan)
             rows.append(judge(f"{better} > {worse} ({metric})", a[metric] - b[metric],
                               None if pd.isna(effect) else float(effect),
-                              seed_noise(_side(a[f"{metric}_sd"], a["seeds"]), _side(b[f"{metric}_sd"], b["seeds"])),
+                              seed_noise(_side(a[f"{metric}_sd"], a["seeds"]), _side(b[f"{metric}_sd"], b["seeds"]),
+                                         reference=lent),
                               backbone=backbone, rq="RQ1"))
     return claims_table(rows)
 
@@ -248,7 +260,8 @@ def rq4_table(scores: pd.DataFrame, pooler: str = PAPER_POOLER, aggregation: str
 def rq4_claims(table: pd.DataFrame, pooler: str = PAPER_POOLER, metric: str = "stsb") -> pd.DataFrame:
     """RQ4, "the gain stays when the attention layer is removed at inference": the fixed readout of the pooler-trained
     encoder minus the same readout of the model trained without the pooler, per backbone; a direction (the paper gives
-    no number for it here)."""
+    no number for it here). A one-seed side borrows the spread of the pooler-trained encoder's readout over its
+    seeds, when it has two or more."""
     rows = []
     for (backbone, readout), group in table.groupby(["backbone", "readout"], sort=False):
         group = group.set_index("trained_with")
@@ -257,9 +270,11 @@ def rq4_claims(table: pd.DataFrame, pooler: str = PAPER_POOLER, metric: str = "s
         a, b = group.loc[pooler], group.loc[readout]
         if pd.isna(a[metric]) or pd.isna(b[metric]):
             continue
+        lent = _spread(a, metric, f"{readout} of {pooler} over {a['seeds']} seeds on {backbone}")
         rows.append(judge(f"{readout} of the {pooler} encoder > {readout} trained alone ({metric})",
                           a[metric] - b[metric], None,
-                          seed_noise(_side(a[f"{metric}_sd"], a["seeds"]), _side(b[f"{metric}_sd"], b["seeds"])),
+                          seed_noise(_side(a[f"{metric}_sd"], a["seeds"]), _side(b[f"{metric}_sd"], b["seeds"]),
+                                     reference=lent),
                           backbone=backbone, rq="RQ4"))
     return claims_table(rows)
 
@@ -345,23 +360,35 @@ def run_geometry(run: Run, dataset: STSDataset, readouts=READOUTS, **options) ->
         model, tokenizer, dataset, readouts, run.config.max_length, **options))
 
 
+def _seeded_difference(rows: pd.DataFrame, value: str, by: str, better: str, worse: str, label: str):
+    """``(ours, noise)`` for ``better`` - ``worse`` of the mean of ``value`` over seeds (``rows``: one per seed, a
+    ``seed`` column, ``by`` naming the side); a one-seed side borrows ``better``'s spread when it has two seeds or
+    more. None when a side is missing."""
+    grouped = rows.groupby(by)[value]
+    stats = pd.DataFrame({value: grouped.mean(), f"{value}_sd": grouped.std(ddof=1), "seeds": grouped.size()})
+    if better not in stats.index or worse not in stats.index:
+        return None
+    a, b = stats.loc[better], stats.loc[worse]
+    lent = _spread(a, value, f"{better} over {a['seeds']} seeds, {label}")
+    noise = seed_noise(_side(a[f"{value}_sd"], a["seeds"]), _side(b[f"{value}_sd"], b["seeds"]), reference=lent)
+    return float(a[value] - b[value]), noise
+
+
 def geometry_claims(geometry: pd.DataFrame, trained: str = PAPER_POOLER, baseline: str = "cls_last") -> pd.DataFrame:
     """RQ2, "less anisotropic and more uniform": the pooler-trained model's pooled vectors against the model trained
     with ``baseline`` fixed pooling (supervised SimCSE), per backbone; lower is the paper's direction for both
-    quantities (uniformity is a log-mean, lower = more uniform). One training seed each: the tolerance is not
-    measured and the verdict rests on the sign.
+    quantities (uniformity is a log-mean, lower = more uniform), and the paper gives no number. Means over seeds;
+    tolerance from :func:`~bertsent.report.claims.seed_noise`, a one-seed side borrowing the pooler's spread.
 
-    ``geometry``: rows backbone, method, anisotropy, uniformity (method = the trained pooling, or ``untrained``)."""
+    ``geometry``: rows backbone, method (the trained pooling), seed, anisotropy, uniformity (one row per seed)."""
+    geometry = geometry if "seed" in geometry else geometry.assign(seed=0)
     rows = []
-    indexed = geometry.set_index(["backbone", "method"])
-    for backbone in dict.fromkeys(geometry["backbone"]):
-        if (backbone, trained) not in indexed.index or (backbone, baseline) not in indexed.index:
-            continue
+    for backbone, group in geometry.groupby("backbone", sort=False):
         for quantity, wording in (("anisotropy", "less anisotropic"), ("uniformity", "more uniform")):
-            ours = indexed.loc[(backbone, trained), quantity] - indexed.loc[(backbone, baseline), quantity]
-            rows.append(judge(f"{trained} {wording} than {baseline} trained alone", float(ours), None,
-                              seed_noise(Side(seeds=1), Side(seeds=1)), direction=-1, backbone=backbone,
-                              quantity=quantity, rq="RQ2"))
+            found = _seeded_difference(group, quantity, "method", trained, baseline, f"{quantity} on {backbone}")
+            if found is not None:
+                rows.append(judge(f"{trained} {wording} than {baseline} trained alone", found[0], None, found[1],
+                                  direction=-1, backbone=backbone, quantity=quantity, rq="RQ2"))
     return claims_table(rows)
 
 
@@ -423,17 +450,19 @@ def run_overhead(run: Run, sentences: list[str], repeats: int = 3) -> pd.DataFra
 def search_claims(table: pd.DataFrame, paper_effect: float, pooler: str = PAPER_POOLER,
                   baseline: str = "cls_last", metric: str = "mrr@10") -> pd.DataFrame:
     """RQ3 (search half): the pooler-trained model's pooled vectors against the model trained with ``baseline``
-    fixed pooling, ``metric`` per backbone and retrieval set (the paper: Quora, RoBERTa-large, +0.47 MRR@10). One
-    seed per side: tolerance not measured.
+    fixed pooling, ``metric`` per backbone and retrieval set (the paper: Quora, RoBERTa-large, +0.47 MRR@10). Means
+    over seeds; tolerance from :func:`~bertsent.report.claims.seed_noise`, a one-seed side borrowing the pooler's
+    spread.
 
-    ``table``: rows of :func:`run_retrieval` (backbone, pooling, readout, set, metric)."""
+    ``table``: rows of :func:`run_retrieval` (backbone, pooling, readout, set, seed, metric)."""
+    table = table if "seed" in table else table.assign(seed=0)
+    pooled = table[table["readout"] == "pooled"]
     rows = []
-    pooled = table[table["readout"] == "pooled"].groupby(["backbone", "set", "pooling"], sort=False)[metric].mean()
-    for (backbone, name) in dict.fromkeys(zip(table["backbone"], table["set"])):
-        if (backbone, name, pooler) in pooled.index and (backbone, name, baseline) in pooled.index:
-            ours = pooled[(backbone, name, pooler)] - pooled[(backbone, name, baseline)]
-            rows.append(judge(f"{pooler} > {baseline} trained alone ({metric}, {name})", float(ours), paper_effect,
-                              seed_noise(Side(seeds=1), Side(seeds=1)), backbone=backbone, rq="RQ3"))
+    for (backbone, name), group in pooled.groupby(["backbone", "set"], sort=False):
+        found = _seeded_difference(group, metric, "pooling", pooler, baseline, f"{name} on {backbone}")
+        if found is not None:
+            rows.append(judge(f"{pooler} > {baseline} trained alone ({metric}, {name})", found[0], paper_effect,
+                              found[1], backbone=backbone, rq="RQ3"))
     return claims_table(rows)
 
 
