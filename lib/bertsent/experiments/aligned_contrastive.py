@@ -446,6 +446,6 @@ def tolerance_phrase(claims: pd.DataFrame) -> str:
     """The tolerances of a claims table in words: "2.1-5.3 points", or that none could be measured (one seed)."""
     measured = claims["tolerance"].dropna() if "tolerance" in claims else pd.Series(dtype=float)
     if not len(measured):
-        return "an unmeasured amount (one seed: no seed noise, the verdict comes from the sign alone)"
+        return "an unmeasured amount (one seed: no seed noise could be measured, so no verdict beyond the sign)"
     low, high = measured.min(), measured.max()
     return f"{low:.1f} points" if np.isclose(low, high) else f"{low:.1f}-{high:.1f} points"

@@ -369,6 +369,7 @@ def lambda_sensitivity(table: pd.DataFrame):
             ax.errorbar(line["weight"], line["mean"], yerr=line["sd"].fillna(0), marker="o", ms=4, capsize=3,
                         label=ACL_METHOD_LABELS.get(method, method))
         ax.set_xscale("log")
+        ax.xaxis.set_minor_locator(plt.NullLocator())
         ax.set_xticks(sorted(rows["weight"].unique()))
         ax.set_xticklabels([f"{w:g}" for w in sorted(rows["weight"].unique())])
         ax.set_xlabel("lambda (weight of the contrastive term)")
