@@ -223,7 +223,7 @@ def pooling_claims(scores: pd.DataFrame, paper: pd.Series, claims=RQ1_CLAIMS, me
     for backbone, group in stats.groupby("backbone", sort=False):
         group = group.set_index("pooling")
         base = group.loc[reference] if reference in group.index else None
-        lent = _spread(base, metric, f"{reference} over {0 if base is None else base['seeds']} seeds on {backbone}")
+        lent = _spread(base, metric, f"{reference} over {0 if base is None else int(base['seeds'])} seeds on {backbone}")
         for better, worse in claims:
             if better not in group.index or worse not in group.index:
                 continue
@@ -270,7 +270,7 @@ def rq4_claims(table: pd.DataFrame, pooler: str = PAPER_POOLER, metric: str = "s
         a, b = group.loc[pooler], group.loc[readout]
         if pd.isna(a[metric]) or pd.isna(b[metric]):
             continue
-        lent = _spread(a, metric, f"{readout} of {pooler} over {a['seeds']} seeds on {backbone}")
+        lent = _spread(a, metric, f"{readout} of {pooler} over {int(a['seeds'])} seeds on {backbone}")
         rows.append(judge(f"{readout} of the {pooler} encoder > {readout} trained alone ({metric})",
                           a[metric] - b[metric], None,
                           seed_noise(_side(a[f"{metric}_sd"], a["seeds"]), _side(b[f"{metric}_sd"], b["seeds"]),
@@ -369,7 +369,7 @@ def _seeded_difference(rows: pd.DataFrame, value: str, by: str, better: str, wor
     if better not in stats.index or worse not in stats.index:
         return None
     a, b = stats.loc[better], stats.loc[worse]
-    lent = _spread(a, value, f"{better} over {a['seeds']} seeds, {label}")
+    lent = _spread(a, value, f"{better} over {int(a['seeds'])} seeds, {label}")
     noise = seed_noise(_side(a[f"{value}_sd"], a["seeds"]), _side(b[f"{value}_sd"], b["seeds"]), reference=lent)
     return float(a[value] - b[value]), noise
 
