@@ -8,6 +8,7 @@ from bertsent.report.claims import (
     CLAIM_COLUMNS,
     DIRECTION_ONLY,
     NO_CLAIM,
+    NOISE_NOT_MEASURED,
     NOT_REPRODUCED,
     REPRODUCED,
     VERDICTS,
@@ -30,7 +31,7 @@ def verdict(ours, paper=None, noise=ONE_POINT, direction=1):
 
 
 def test_the_four_categories():
-    assert VERDICTS == ("reproduced", "direction only", "not reproduced", "within noise")
+    assert VERDICTS == ("reproduced", "direction only", "not reproduced", "within noise", "noise not measured")
     assert verdict(8.0, 10.0) == REPRODUCED          # beyond noise, 80% of the paper's
     assert verdict(2.0, 10.0) == DIRECTION_ONLY      # beyond noise, 20% of the paper's
     assert verdict(-2.0, 10.0) == NOT_REPRODUCED     # beyond noise, opposite sign
@@ -114,8 +115,9 @@ def test_a_one_seed_side_borrows_the_reference_spread():
 def test_one_seed_without_a_reference_is_not_measured():
     noise = seed_noise(Side(seeds=1), Side(seeds=0))
     assert math.isnan(noise.tolerance) and noise.seeds == "one seed" and "not measured" in noise.source
-    assert judge("a > b", 0.1, 10.0, noise)["verdict"] == DIRECTION_ONLY  # the sign and size alone
-    assert judge("a > b", -0.1, None, noise)["verdict"] == NOT_REPRODUCED
+    # a sign with no yardstick is no verdict, however large the effect
+    assert judge("a > b", 9.0, 10.0, noise)["verdict"] == NOISE_NOT_MEASURED
+    assert judge("a > b", -0.1, None, noise)["verdict"] == NOISE_NOT_MEASURED
 
 
 def test_dev_set_noise_is_the_binomial_standard_error_of_a_difference():

@@ -152,7 +152,7 @@ def geometry_claims(geometry: pd.DataFrame, backbones, methods, baseline: str = 
     causal LM's last-token row). The papers give a direction (lower) and no number,
     so the verdict comes from the sign beyond the noise. The trained rows have ``seeds`` seeds and the untrained one
     none; a one-seed row borrows ``spreads[quantity]`` (a :class:`~bertsent.report.claims.Spread` of that
-    measurement over seeds) and, with none given, the tolerance is not measured and the verdict rests on the sign.
+    measurement over seeds) and, with none given, the tolerance is not measured and the verdict is ``noise not measured``.
 
     ``geometry``: one row per readout with columns backbone, method, anisotropy, uniformity (``methods.csv``).
     """

@@ -12,7 +12,8 @@ paper's and ``ratio = ours / paper``:
 * ``within noise``: ``|ours| <= tolerance``, whatever the sign;
 * ``not reproduced``: beyond the noise, with the opposite sign from the paper's;
 * ``reproduced``: beyond the noise, with the paper's sign, and at least half the paper's effect (``ratio >= 0.5``);
-* ``direction only``: beyond the noise, with the paper's sign, but less than half the paper's effect.
+* ``direction only``: beyond the noise, with the paper's sign, but less than half the paper's effect;
+* ``noise not measured``: no tolerance could be measured (one seed and no spread to borrow): no verdict.
 
 Where the paper gives a direction but no number (a claim "A > B" with no effect size), the ratio is blank and the
 verdict comes from the sign alone, still weighed against the noise: ``reproduced`` (beyond the noise, the paper's
@@ -30,7 +31,9 @@ Every tolerance is ``z`` (:data:`Z` = 2) standard errors of the compared differe
   variance. A side with one seed has no spread of its own: it takes a *reference spread* (:class:`Spread`) the
   caller measured elsewhere (e.g. SG-OPT's standard deviation over its seeds on the ablation page), and the row's
   ``seeds`` says ``one seed``. With no reference spread to lend, the tolerance is blank (not measured), the
-  ``noise_source`` says so, and the verdict comes from the sign (and size) alone.
+  ``noise_source`` says so, and the verdict is ``noise not measured`` (:data:`NOISE_NOT_MEASURED`): a sign with no
+  yardstick is not evidence either way, so the table shows our effect and its sign but does not call it
+  reproduced.
 * :func:`dev_set_noise`, for GLUE-style dev scores with one fine-tuning per model: the binomial standard error of
   a difference of two accuracies on the same number of dev examples (``1/sqrt(n)`` for a Matthews correlation).
 
@@ -55,11 +58,14 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+METHOD_VERSION = 2  # bump when the verdict rule changes (2: no verdict where the noise is not measured)
+
 REPRODUCED = "reproduced"
 DIRECTION_ONLY = "direction only"
 NOT_REPRODUCED = "not reproduced"
 WITHIN_NOISE = "within noise"
-VERDICTS = (REPRODUCED, DIRECTION_ONLY, NOT_REPRODUCED, WITHIN_NOISE)
+NOISE_NOT_MEASURED = "noise not measured"
+VERDICTS = (REPRODUCED, DIRECTION_ONLY, NOT_REPRODUCED, WITHIN_NOISE, NOISE_NOT_MEASURED)
 # The verdict of a row the paper makes no claim about (no row of its own in the paper's table).
 NO_CLAIM = "-"
 
@@ -155,7 +161,9 @@ def dev_set_noise(dev_examples: int, score: float, metric: str = "accuracy", z: 
 
 def _verdict(ours: float, paper: float | None, direction: int, tolerance: float) -> str:
     """The rule of this module (see its docstring); ``paper`` None: a direction without a number."""
-    if ours == 0 or (not math.isnan(tolerance) and abs(ours) <= tolerance):
+    if math.isnan(tolerance):
+        return NOISE_NOT_MEASURED
+    if ours == 0 or abs(ours) <= tolerance:
         return WITHIN_NOISE
     if (ours > 0) != (direction > 0):
         return NOT_REPRODUCED
