@@ -223,7 +223,8 @@ def pooling_claims(scores: pd.DataFrame, paper: pd.Series, claims=RQ1_CLAIMS, me
     for backbone, group in stats.groupby("backbone", sort=False):
         group = group.set_index("pooling")
         base = group.loc[reference] if reference in group.index else None
-        lent = _spread(base, metric, f"{reference} over {0 if base is None else int(base['seeds'])} seeds on {backbone}")
+        seeds = 0 if base is None else int(base["seeds"])
+        lent = _spread(base, metric, f"{reference} over {seeds} seeds on {backbone}")
         for better, worse in claims:
             if better not in group.index or worse not in group.index:
                 continue
