@@ -172,3 +172,34 @@ def test_the_docstring_examples_hold():
     from bertsent.report import claims
 
     assert doctest.testmod(claims).failed == 0
+
+
+def test_verdict_box_one_line_per_claim_in_a_myst_admonition():
+    from bertsent.report.claims import NO_CLAIM, Noise, claims_table, judge, verdict_box
+
+    noise = Noise(1.0, "3 vs 3", "test")
+    table = claims_table([
+        judge("sg_opt > cls", ours=30.0, paper=43.22, noise=noise, backbone="m", train_data="stsb_all"),
+        judge("sg_opt > mean", ours=-3.0, paper=22.05, noise=noise, backbone="m", train_data="stsb_all"),
+        judge("big > small", ours=0.5, noise=noise, backbone="m", train_data="stsb_all"),
+        judge("sg_opt > sg", ours=2.0, paper=2.45, noise=Noise(float("nan"), "one seed", "not measured"),
+              backbone="m", train_data="stsb_all"),
+    ])
+    extra = table.iloc[[0]].assign(claim="our extra row", verdict=NO_CLAIM)
+    box = verdict_box(pd.concat([table, extra], ignore_index=True))
+    lines = box.splitlines()
+    assert lines[0] == "```{admonition} Verdict" and lines[-1] == "```"
+    claims = [line for line in lines if line.startswith("- ")]
+    assert claims == [
+        "- sg_opt > cls (m, stsb_all): ours +30.00 vs the paper's +43.22, tolerance ±1.00: **reproduced**",
+        "- sg_opt > mean (m, stsb_all): ours -3.00 vs the paper's +22.05, tolerance ±1.00: **not reproduced**",
+        "- big > small (m, stsb_all): ours +0.50 vs the paper's a direction, no number, tolerance ±1.00: **within noise**",
+        "- sg_opt > sg (m, stsb_all): ours +2.00 vs the paper's +2.45, tolerance not measured: **noise not measured**",
+    ]
+    assert "4 claims: 1 reproduced, 1 not reproduced, 1 within noise, 1 noise not measured." in lines
+
+
+def test_verdict_box_is_empty_without_claims():
+    from bertsent.report.claims import verdict_box
+
+    assert verdict_box() == "" and verdict_box(pd.DataFrame(), []) == ""

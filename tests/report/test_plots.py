@@ -41,3 +41,150 @@ def test_stall_study_curves_draw_the_floors():
     assert any(line.get_label() == "always the majority token" and line.get_ydata()[0] == pytest.approx(5.3)
                for line in mask_axis.get_lines())
     plt.close(fig)
+
+
+# Figures designed for the page width: no wider than the page (so not shrunk) and no text under MIN_FONT points.
+def assert_legible(figure):
+    assert figure.get_size_inches()[0] <= plots.PAGE_WIDTH + 1e-9
+    sizes = [text.get_fontsize() for text in figure.findobj(matplotlib.text.Text)
+             if text.get_visible() and text.get_text().strip()]
+    assert sizes and min(sizes) >= plots.MIN_FONT
+
+
+def visible_axes(figure):
+    return [ax for ax in figure.axes if ax.axison and ax.get_label() != "<colorbar>"]
+
+
+def legend_labels(figure):
+    return [text.get_text() for ax in figure.axes if ax.get_legend() for text in ax.get_legend().get_texts()]
+
+
+def test_spectra_plot_labels_every_line_in_one_legend():
+    rows = []
+    for backbone, methods in [("a", ["cls", "mean", "whitening", "sg", "sg_opt"]), ("b", ["cls", "mean", "whitening"]),
+                              ("c", ["cls", "mean", "whitening"])]:
+        for method in methods:
+            rows += [{"backbone": backbone, "method": method, "index": i, "singular_value": 1 / i} for i in (1, 2, 3)]
+    figure = plots.spectra_plot(pd.DataFrame(rows))
+    assert len(visible_axes(figure)) == 3
+    assert sorted(legend_labels(figure)) == sorted(["[CLS]", "mean", "whitening", "SG", "SG-OPT"])
+    assert len(visible_axes(figure)[0].get_lines()) == 5
+    colour = {line.get_label(): line.get_color() for ax in visible_axes(figure) for line in ax.get_lines()}
+    assert len(set(colour.values())) == 5  # one colour per readout, the same in every panel
+    assert_legible(figure)
+    plt.close(figure)
+
+
+def test_anisotropy_curves_have_whole_layer_ticks_and_a_complete_legend():
+    rows = [{"backbone": backbone, "pooling": pooling, "layer": layer, "anisotropy": 0.1 * layer}
+            for backbone, poolings in [("a", ["cls", "mean"]), ("b", ["last", "mean"])]
+            for pooling in poolings for layer in range(5)]
+    figure = plots.anisotropy_curves(pd.DataFrame(rows))
+    axes = visible_axes(figure)
+    assert len(axes) == 2 and sum(len(ax.get_lines()) for ax in axes) == 4 + 2  # 4 curves and 2 zero lines
+    figure.canvas.draw()
+    for ax in axes:
+        ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+        assert ticks and all(float(t).is_integer() for t in ticks)
+    assert sorted(legend_labels(figure)) == sorted(["[CLS]", "mean", "last"])
+    assert_legible(figure)
+    plt.close(figure)
+
+
+def test_cosine_band_histograms_order_the_bands_by_gold_score():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    bands = ["2-3", "3-4", "4-5", "1-2", "0-1"]  # the order they arrive in, as on the page
+    rows = [{"backbone": "m", "method": method, "band": band, "cosine": c}
+            for method in ("cls", "mean", "sg") for band in bands for c in rng.uniform(0, 1, 20)]
+    figure = plots.cosine_band_histograms(pd.DataFrame(rows), [("m", "cls"), ("m", "mean"), ("m", "sg")])
+    assert len(visible_axes(figure)) == 3
+    assert legend_labels(figure) == ["0-1", "1-2", "2-3", "3-4", "4-5"]
+    assert plots.gold_band_order(bands) == ["0-1", "1-2", "2-3", "3-4", "4-5"]
+    assert_legible(figure)
+    plt.close(figure)
+
+
+def pretraining_history(nsp: bool = True) -> pd.DataFrame:
+    frame = pd.DataFrame({"tokens": [0, 1e6, 2e6], "train_loss": [10.0, 8.0, 7.0], "heldout_mlm_loss": [10.0, 8.1, 7.2],
+                          "heldout_mlm_accuracy": [0.0, 0.05, 0.08]})
+    if nsp:
+        frame["heldout_nsp_loss"] = [0.70, 0.69, 0.69]
+        frame["heldout_nsp_accuracy"] = [0.50, 0.503, 0.498]
+    return frame
+
+
+def chance_lines(ax):
+    return [line for line in ax.get_lines() if "chance" in line.get_label()]
+
+
+def test_pretraining_curves_draw_nsp_chance_on_the_full_accuracy_range():
+    figure = plots.pretraining_curves(pretraining_history(), "run")
+    loss, accuracy = figure.axes
+    assert len(loss.get_lines()) == 2 and len(accuracy.get_lines()) == 3
+    (chance,) = chance_lines(accuracy)
+    assert chance.get_ydata()[0] == 50
+    assert accuracy.get_ylim() == (0, 100)
+    assert len(accuracy.get_legend().get_texts()) == 3
+    assert_legible(figure)
+    plt.close(figure)
+
+
+def test_pretraining_comparison_stacks_objectives_with_a_chance_line_for_nsp():
+    history = pd.concat([pretraining_history().assign(run="mlm_nsp"), pretraining_history(False).assign(run="mlm")])
+    figure = plots.pretraining_comparison(history)
+    assert len(figure.axes) == 4  # rows: MLM, NSP; columns: loss, accuracy
+    nsp_accuracy = figure.axes[3]
+    assert len(chance_lines(nsp_accuracy)) == 1 and nsp_accuracy.get_ylim() == (0, 100)
+    assert not chance_lines(figure.axes[1])
+    assert sorted(t.get_text() for t in figure.axes[0].get_legend().get_texts()) == ["mlm", "mlm_nsp"]
+    assert_legible(figure)
+    plt.close(figure)
+
+
+def test_layer_pooling_figure_two_heatmaps_to_a_row_one_colour_bar():
+    import numpy as np
+
+    grid = pd.DataFrame(np.arange(12, dtype=float).reshape(4, 3), columns=["cls", "mean", "max"])
+    figure = plots.layer_pooling_figure({"STS-B": grid, "average": grid + 1, "third": grid}, "m")
+    heatmaps = [ax for ax in figure.axes if ax.axison and ax.get_label() != "<colorbar>" and ax.get_title()]
+    assert len(heatmaps) == 3
+    assert len(figure.axes) - len(heatmaps) - 1 == 1  # one colour bar (plus the spare slot)
+    assert_legible(figure)
+    plt.close(figure)
+
+
+def sts_scores() -> pd.DataFrame:
+    rows = []
+    for backbone in ("a", "b"):
+        for method, data, seeds in [("cls", "-", ["-"]), ("mean", "-", ["-"]), ("whitening", "stsb_all", ["-"]),
+                                    ("sg_opt", "stsb_all", [1, 2, 3])]:
+            for seed in seeds:
+                for dataset in plots.STS_DATASETS:
+                    for aggregation in ("all", "wmean"):
+                        value = 50.0 + (seed if isinstance(seed, int) else 0)
+                        rows.append({"backbone": backbone, "method": method, "train_data": data, "seed": seed,
+                                     "dataset": dataset, "aggregation": aggregation, "spearman": value})
+    return pd.DataFrame(rows)
+
+
+def test_sts_main_figure_bars_per_readout_seed_error_bars_and_paper_marks():
+    paper = pd.Series({"cls": 31.40, "mean": 52.57, "whitening": 68.77, "sg": 72.17, "sg_opt": 74.62})
+    figure = plots.sts_main_figure(sts_scores(), paper)
+    axes = [ax for ax in figure.axes if ax.get_title()]
+    assert [ax.get_title() for ax in axes] == ["a", "b"]
+    for ax in axes:
+        assert len(ax.patches) == 4  # one bar per readout
+        assert [t.get_text() for t in ax.get_yticklabels()] == ["[CLS]", "mean", "whitening (stsb_all)",
+                                                              "SG-OPT (stsb_all)"]
+        diamonds = [c for c in ax.collections if c.get_label() == "the paper (BERT-base)"]
+        assert len(diamonds) == 1 and len(diamonds[0].get_offsets()) == 4
+        assert len(ax.containers) == 2  # the bars and one set of error bars: only SG-OPT has several seeds
+        assert ax.patches[3].get_width() == pytest.approx(52.0)
+    spread = plots.seed_spread(sts_scores())
+    row = spread[(spread["backbone"] == "a") & (spread["method"] == "sg_opt")].iloc[0]
+    assert (row["avg"], row["sd"], row["seeds"]) == (pytest.approx(52.0), pytest.approx(1.0), 3)
+    assert [t.get_text() for t in figure.legends[0].get_texts()] == ["the paper (BERT-base)"]
+    assert_legible(figure)
+    plt.close(figure)

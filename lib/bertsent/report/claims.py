@@ -53,6 +53,7 @@ over three seeds lent by the ablation page:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -249,3 +250,52 @@ def claims_summary(*tables: pd.DataFrame, label_with: Iterable[str] = ("train_da
                 columns.append(row[by])
     summary = pd.DataFrame.from_dict(cells, orient="index", columns=["paper", *columns]).fillna("")
     return summary.rename_axis("claim")
+
+
+def _context_label(row: pd.Series, columns: Iterable[str]) -> str:
+    """The text context columns of a claim row (backbone, task, ...) that its claim does not already name."""
+    words = set(re.split(r"[\s(),:]+", row["claim"]))
+    values = [row[column] for column in columns
+              if isinstance(row[column], str) and row[column] and row[column] not in words]
+    return f" ({', '.join(values)})" if values else ""
+
+
+def verdict_line(row: pd.Series, context: Iterable[str] = (), digits: int = 2) -> str:
+    """One claim as a line of the verdict box: the claim, our effect against the paper's, the tolerance, the verdict."""
+    paper = "a direction, no number" if pd.isna(row["paper_effect"]) else _effect(row["paper_effect"], digits)
+    tolerance = ("not measured" if pd.isna(row["tolerance"])
+                 else f"±{row['tolerance']:.{digits}f}")
+    return (f"{row['claim']}{_context_label(row, context)}: ours {_effect(row['our_effect'], digits)} vs the paper's "
+            f"{paper}, tolerance {tolerance}: **{row['verdict']}**")
+
+
+def verdict_box(*tables: pd.DataFrame, title: str = "Verdict", digits: int = 2) -> str:
+    """The verdict box that ends a page: a MyST admonition (Markdown text) with one line per claim of ``tables``
+    (claims tables, :func:`claims_table`), then a count of the verdicts. Rows without a claim (:data:`NO_CLAIM`)
+    are left out; with no claim at all the box is empty text (show nothing).
+
+    >>> table = claims_table([judge("a > b", ours=3.0, paper=4.0, noise=Noise(1.0, "3 vs 3", "test"), backbone="m")])
+    >>> print(verdict_box(table))
+    ```{admonition} Verdict
+    :class: tip
+    - a > b (m): ours +3.00 vs the paper's +4.00, tolerance ±1.00: **reproduced**
+    <BLANKLINE>
+    1 claim: 1 reproduced.
+    ```
+    """
+    lines, counts = [], dict.fromkeys(VERDICTS, 0)
+    for table in tables:
+        if table is None or not len(table):
+            continue
+        context = [column for column in table.columns if column not in CLAIM_COLUMNS]
+        for _, row in table.iterrows():
+            if row["verdict"] == NO_CLAIM:
+                continue
+            lines.append(f"- {verdict_line(row, context, digits)}")
+            counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1
+    if not lines:
+        return ""
+    total = len(lines)
+    tally = ", ".join(f"{n} {verdict}" for verdict, n in counts.items() if n)
+    return "\n".join([f"```{{admonition}} {title}", ":class: tip", *lines, "",
+                      f"{total} claim{'s' if total != 1 else ''}: {tally}.", "```"])
