@@ -245,3 +245,23 @@ def test_pretraining_results_are_reused_without_the_weights(monkeypatch, tmp_pat
     assert len(calls) == 2 and said[0].startswith(f"pre-training {run.key} again")
     assert runs.pretraining_key(config) != runs.pretraining_key(PretrainingConfig(size="tiny", max_steps=7,
                                                                                   mixed_precision="no"))
+
+
+def test_a_dev_subsample_is_part_of_the_fine_tuning_key(monkeypatch, tmp_path):
+    import bertsent.training.glue as glue
+
+    def finetune(model_path, task, config, data_dir=None, history=None, **_):
+        history += [{"step": 0, "loss": None, "dev": 50.0}, {"step": 1, "loss": 0.6, "dev": 55.0}]
+        return {"task": task, "accuracy": 55.0, "train_seconds": 1.0,
+                "dev_examples": min(277, config.max_dev_examples or 277)}
+
+    monkeypatch.setattr(glue, "finetune_glue", finetune)
+    model = runs.ModelSource("weights-x", lambda: tmp_path)
+    full, small = glue.GlueConfig(epochs=1), glue.GlueConfig(epochs=1, max_dev_examples=32)
+    assert runs._glue_identity(model, "RTE", full)[2] != runs._glue_identity(model, "RTE", small)[2]
+    assert "max_dev_examples" not in runs._glue_identity(model, "RTE", full)[1]["config"]  # full-dev keys as before
+    runs.glue_finetuning(model, "RTE", full, results_dir=tmp_path)
+    runs.glue_finetuning(model, "RTE", small, results_dir=tmp_path)
+    index = pd.read_csv(tmp_path / "runs" / "glue" / "index.csv")
+    assert len(index) == 2 and sorted(index["max_dev_examples"].fillna(0)) == [0, 32]
+    assert sorted(index["dev_examples"].fillna(0)) == [0, 32]

@@ -52,3 +52,23 @@ def test_results_are_reused_from_the_cache(tiny_pretrained, tmp_path, monkeypatc
     assert finetune_glue(tiny_pretrained, "RTE", GlueConfig(max_train_examples=16, epochs=1), cache_dir=tmp_path) == first
     with pytest.raises(FineTunedAgain):  # another configuration is another result
         finetune_glue(tiny_pretrained, "RTE", GlueConfig(max_train_examples=16, epochs=1, seed=1), cache_dir=tmp_path)
+
+
+def test_max_dev_examples_scores_a_seeded_subset_and_says_so(tiny_pretrained, tmp_path):
+    from bertsent.data.glue import load_glue
+    from bertsent.training.glue import config_identity, dev_subset
+
+    dev = load_glue("RTE", "dev")
+    subset = dev_subset(dev, 32)
+    assert len(subset) == 32 and subset.equals(dev_subset(dev, 32))  # the same rows every time
+    assert set(subset["sentence1"]) <= set(dev["sentence1"])
+    assert dev_subset(dev, None) is dev and dev_subset(dev, 10_000) is dev
+    # unset, the field is in no key or result: full-dev runs keep the keys they had before it existed
+    assert "max_dev_examples" not in config_identity(GlueConfig())
+    assert config_identity(GlueConfig(max_dev_examples=32))["max_dev_examples"] == 32
+    config = dict(max_train_examples=16, epochs=1)
+    small = finetune_glue(tiny_pretrained, "RTE", GlueConfig(max_dev_examples=32, **config), cache_dir=tmp_path)
+    assert small["dev_examples"] == 32 and small["max_dev_examples"] == 32
+    full = finetune_glue(tiny_pretrained, "RTE", GlueConfig(**config), cache_dir=tmp_path)
+    assert full["dev_examples"] == len(dev) and "max_dev_examples" not in full
+    assert len(list(tmp_path.glob("RTE-*.json"))) == 2  # two cache entries: a subset score never stands for a full one

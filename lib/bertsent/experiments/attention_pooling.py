@@ -145,6 +145,34 @@ def _vectors(model, tokenizer, sentences, readout: str, max_length: int, batch_s
                             None if readout == "pooled" else readout)
 
 
+def _readout_vectors(model, tokenizer, sentences, readouts, max_length: int, batch_size: int) -> dict:
+    """``{readout: vectors}`` for every readout from one encoder pass per batch: the same batches, the same numbers as
+    :func:`_vectors` called once per readout (the pooler and the fixed readouts read the same hidden states)."""
+    import torch
+
+    from ..models.layer_attention import fixed_pooling
+
+    if not sentences:
+        return {r: _vectors(model, tokenizer, sentences, r, max_length, batch_size) for r in readouts}
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    order = np.argsort([-len(s) for s in sentences], kind="stable")  # as encode_sentences: the same batches
+    out = {r: [None] * len(sentences) for r in readouts}
+    with torch.no_grad():
+        for start in range(0, len(sentences), batch_size):
+            ids = order[start:start + batch_size]
+            batch = tokenizer([sentences[i] for i in ids], padding=True, truncation=True, max_length=max_length,
+                              return_tensors="pt").to(device)
+            s, t = model.readouts(batch["input_ids"], batch["attention_mask"])
+            for readout in readouts:
+                vectors = model.pooler(s, t) if readout == "pooled" else fixed_pooling(s, t, readout)
+                for i, row in zip(ids, vectors.float().cpu().numpy()):
+                    out[readout][i] = row
+    model.train(was_training)
+    return {r: np.stack(rows).astype(np.float32) for r, rows in out.items()}
+
+
 def readout_sts_scores(model, tokenizer, datasets: dict[str, STSDataset], readouts=READOUTS, max_length: int = 64,
                        batch_size: int = 64) -> pd.DataFrame:
     """Spearman x 100 of every readout on every dataset: columns readout, dataset, aggregation, spearman."""
@@ -152,8 +180,9 @@ def readout_sts_scores(model, tokenizer, datasets: dict[str, STSDataset], readou
     for name, dataset in datasets.items():
         sentences = dataset.sentences()
         index = {s: i for i, s in enumerate(sentences)}
+        encoded = _readout_vectors(model, tokenizer, sentences, readouts, max_length, batch_size)
         for readout in readouts:
-            vectors = _vectors(model, tokenizer, sentences, readout, max_length, batch_size)
+            vectors = encoded[readout]
             scores = evaluate_sts(dataset, lambda a, b: cosine_rows(vectors[[index[s] for s in a]],
                                                                     vectors[[index[s] for s in b]]))
             rows += [(readout, name, aggregation, scores[aggregation]) for aggregation in ("all", "wmean")]

@@ -354,7 +354,10 @@ def glue_finetuning(model: ModelSource, task: str, config, data_dir=None, result
 def _glue_identity(model: ModelSource, task: str, config, objective=None) -> tuple[tuple, dict, str]:
     """A GLUE fine-tuning's training path, identity and run key."""
     path = GLUE_PATH if objective is None else GLUE_PATH + (type(objective).__module__,)
-    identity = {"kind": "glue", "model": model.key, "task": task, "config": asdict(config), "data": manifest_digest(),
+    from ..training.glue import config_identity
+
+    identity = {"kind": "glue", "model": model.key, "task": task, "config": config_identity(config),
+                "data": manifest_digest(),
                 "methods": path_versions(path)["digest"]}
     name = ""
     if objective is not None:
@@ -393,6 +396,9 @@ def glue_run(model: ModelSource, task: str, config, data_dir=None, results_dir=N
         train["summary"]["dev_step0"] = train["dev_step0"]
         if objective is not None:
             train["summary"]["objective"] = objective.name
+        if config.max_dev_examples is not None:  # a dev subsample: say so wherever the run is listed
+            train["summary"]["max_dev_examples"] = config.max_dev_examples
+            train["summary"]["dev_examples"] = result["dev_examples"]
         stored.record(json.loads(json.dumps(train, default=float)), frame)
     return stored
 

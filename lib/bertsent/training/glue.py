@@ -57,6 +57,30 @@ class GlueConfig:
     max_length: int = 128
     seed: int = 0
     max_train_examples: int | None = None  # a seeded subsample of the training set (say so when used)
+    # a seeded subsample of the dev set, scored instead of all of it: for smoke runs only (the result then says
+    # ``max_dev_examples`` and a smaller ``dev_examples``; never a score to compare with a full-dev one)
+    max_dev_examples: int | None = None
+
+
+DEV_SUBSET_SEED = 0  # the dev subsample is the same for every run (seed, learning rate, objective)
+
+
+def config_identity(config: GlueConfig) -> dict:
+    """``config``'s fields as they enter cache keys and results: ``max_dev_examples`` only when set, so that the
+    keys and results of full-dev runs are those from before the field existed."""
+    fields = asdict(config)
+    if fields.get("max_dev_examples") is None:
+        fields.pop("max_dev_examples", None)
+    return fields
+
+
+def dev_subset(dev: pd.DataFrame, max_dev_examples: int | None) -> pd.DataFrame:
+    """The dev set scored: all of it, or ``max_dev_examples`` rows drawn with :data:`DEV_SUBSET_SEED` (in the dev
+    set's order)."""
+    if not max_dev_examples or max_dev_examples >= len(dev):
+        return dev
+    rows = np.sort(np.random.default_rng(DEV_SUBSET_SEED).choice(len(dev), int(max_dev_examples), replace=False))
+    return dev.iloc[rows].reset_index(drop=True)
 
 
 def glue_metrics(task: str, labels, predictions) -> dict[str, float]:
@@ -107,7 +131,7 @@ def finetune_glue(model_path: str, task: str, config: GlueConfig | None = None, 
         raise ValueError(f"Unknown task {task!r}; fine-tuning supports {', '.join(TASK_METRICS)}")
     cached = None
     if cache_dir is not None:
-        identity = {"model": _model_digest(model_path), "task": task, **asdict(config)}
+        identity = {"model": _model_digest(model_path), "task": task, **config_identity(config)}
         if objective is not None:
             identity["objective"] = {"name": objective.name, **objective.describe()}
         key = json.dumps(identity, sort_keys=True)
@@ -213,7 +237,7 @@ def _finetune(model_path: str, task: str, config: GlueConfig, data_dir, show_pro
               history: list | None = None, objective: GlueObjective | None = None) -> dict:
     from transformers import AutoTokenizer
 
-    train, dev = load_glue(task, "train", data_dir), load_glue(task, "dev", data_dir)
+    train, dev = load_glue(task, "train", data_dir), dev_subset(load_glue(task, "dev", data_dir), config.max_dev_examples)
     if config.max_train_examples and config.max_train_examples < len(train):
         train = train.sample(config.max_train_examples, random_state=config.seed).reset_index(drop=True)
     accelerator = make_accelerator()
@@ -236,7 +260,7 @@ def _finetune(model_path: str, task: str, config: GlueConfig, data_dir, show_pro
         history.extend(run.history)
     extra = {} if objective is None else {"objective": objective.name, **objective.describe(),
                                           **objective.result(method, model)}
-    return {"task": task, **asdict(config), "train_examples": len(train), "dev_examples": len(dev),
+    return {"task": task, **config_identity(config), "train_examples": len(train), "dev_examples": len(dev),
             "train_seconds": round(run.seconds, 1), **method.metrics, **extra}
 
 
