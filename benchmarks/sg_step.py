@@ -14,21 +14,18 @@ import statistics
 import time
 
 import torch
-from transformers import AutoTokenizer
-
-from bertsent.encode.backbones import backbone_path
 from bertsent.data.sts import load_stsb
 from bertsent.losses import sg_opt3_loss, weight_distance_regularizer
-from bertsent.models import SelfGuidedModel, load_encoder
+from bertsent.training.self_guided import peak_memory_mib, self_guided_model
 
-PARTS = ["tokenise", "frozen forward (views)", "trained forward ([CLS])", "projection head", "loss + regulariser",
+PARTS = ["tokenise", "frozen forward (views)", "trained forward ([CLS] / last token)", "projection head", "loss + regulariser",
          "backward", "clip + AdamW"]
 
 
-def time_steps(source, sentences, steps, pad_to_max, fused):
+def time_steps(backbone, sentences, steps, pad_to_max, fused):
     torch.manual_seed(0)
-    tokenizer = AutoTokenizer.from_pretrained(source)
-    model = SelfGuidedModel(load_encoder(source)).train()
+    model, tokenizer = self_guided_model(backbone)  # a causal LM: last token as c, BOS out of the views
+    model.train()
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=5e-5, betas=(0.9, 0.9), fused=fused)
     times = {part: [] for part in PARTS}
@@ -64,11 +61,10 @@ def main():
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--output")
     args = parser.parse_args()
-    source = backbone_path(args.backbone)
     sentences = load_stsb("train").subsets["train"].sentences1
     results = {
-        "naive": time_steps(source, sentences, args.steps, pad_to_max=True, fused=False),
-        "bertsent": time_steps(source, sentences, args.steps, pad_to_max=False, fused=True),
+        "naive": time_steps(args.backbone, sentences, args.steps, pad_to_max=True, fused=False),
+        "bertsent": time_steps(args.backbone, sentences, args.steps, pad_to_max=False, fused=True),
     }
     print(f"{args.backbone}, batch 16, median of {args.steps} steps (ms)")
     print(f"{'part':28s} {'naive':>9s} {'bertsent':>9s}")
@@ -77,10 +73,11 @@ def main():
     totals = {name: sum(parts.values()) for name, parts in results.items()}
     print(f"{'step':28s} {totals['naive'] * 1000:9.1f} {totals['bertsent'] * 1000:9.1f}")
     print(f"speed-up (naive / bertsent): {totals['naive'] / totals['bertsent']:.2f}x")
+    print(f"peak resident memory of the process: {peak_memory_mib():.0f} MiB")
     if args.output:
         with open(args.output, "w", encoding="utf-8") as handle:
             json.dump({"backbone": args.backbone, "steps": args.steps, "seconds": results, "step_seconds": totals,
-                       "threads": torch.get_num_threads()}, handle, indent=2)
+                       "threads": torch.get_num_threads(), "peak_rss_mib": round(peak_memory_mib())}, handle, indent=2)
             handle.write("\n")
         print(f"wrote {args.output}")
 

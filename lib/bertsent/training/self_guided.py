@@ -47,7 +47,7 @@ from .loop import (LoopSettings, Method, TrainingDivergedError, adamw, make_acce
 METHOD_VERSION = 1  # bump when the maths changes
 
 __all__ = ["SelfGuidedConfig", "SelfGuidedMethod", "TrainResult", "TrainingDivergedError", "dev_score", "peak_memory_mib",
-           "save_sentence_transformer", "train_self_guided"]
+           "save_sentence_transformer", "self_guided_model", "train_self_guided"]
 
 
 @dataclass
@@ -116,6 +116,25 @@ def peak_memory_mib() -> float:
     return peak / (1 << 20) if sys.platform == "darwin" else peak / 1024
 
 
+def self_guided_model(backbone: str, config: SelfGuidedConfig | None = None) -> tuple[SelfGuidedModel, object]:
+    """BERT_T, BERT_F and the head for ``backbone`` (a registered name or a model directory), with its tokenizer.
+
+    A causal LM reads its last real token as c and leaves BOS out of its views; its tokenizer pads on the right
+    with a pad token, as :class:`~bertsent.encode.backbones.CausalBackbone` reads it."""
+    from transformers import AutoTokenizer
+
+    config = config or SelfGuidedConfig()
+    source = backbone_path(backbone)
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    encoder = load_encoder(source)
+    causal, skip_bos = is_causal_lm(source), False
+    if causal:
+        skip_bos = CausalBackbone.from_loaded(backbone, tokenizer, encoder).adds_bos
+    model = SelfGuidedModel(encoder, config.view_pooling, config.frozen_dropout, config.projection, config.head_dim,
+                            readout="last" if causal else "cls", skip_bos=skip_bos)
+    return model, tokenizer
+
+
 def train_self_guided(backbone: str, sentences: list[str], dev: STSDataset, output_dir: str | Path,
                       config: SelfGuidedConfig | None = None, resume: bool = True, show_progress: bool = True,
                       callbacks=(), checkpoint_every: int = 200) -> TrainResult:
@@ -132,20 +151,11 @@ def train_self_guided(backbone: str, sentences: list[str], dev: STSDataset, outp
     makes one several times the model's size, so not at every evaluation).
     The steps are :func:`bertsent.training.loop.train_loop`'s, with :class:`SelfGuidedMethod`.
     """
-    from transformers import AutoTokenizer
-
     config = config or SelfGuidedConfig()
     output_dir = Path(output_dir)
-    source = backbone_path(backbone)
     accelerator = make_accelerator()
     seed_everything(config.seed)
-    tokenizer = AutoTokenizer.from_pretrained(source)
-    encoder = load_encoder(source)
-    causal, skip_bos = is_causal_lm(source), False
-    if causal:  # right padding and a pad token, as the causal backbone reads it; BOS known
-        skip_bos = CausalBackbone.from_loaded(backbone, tokenizer, encoder).adds_bos
-    model = SelfGuidedModel(encoder, config.view_pooling, config.frozen_dropout, config.projection, config.head_dim,
-                            readout="last" if causal else "cls", skip_bos=skip_bos)
+    model, tokenizer = self_guided_model(backbone, config)
     sentences = list(dict.fromkeys(s for s in sentences if s.strip()))
     steps_per_epoch = len(_epoch_batches(len(sentences), config.batch_size, config.seed, 0))
     total_steps = steps_per_epoch * config.epochs
