@@ -365,3 +365,20 @@ def test_bad_parameter_is_one_line_naming_it_before_any_work(notebook, argv, nam
     if "Unknown" not in named:
         assert "e.g. -p " in error  # an example of a valid value
 
+
+
+@pytest.mark.parametrize("name", sorted(load_config()["notebooks"]))
+def test_notebook_code_defines_nothing(name):
+    """A page is parameters, library calls, tables and prose: logic a page needs lives in the library, where it is
+    tested and reused, so no code cell defines a function, a lambda or a class."""
+    import ast
+
+    source = REPO_ROOT / load_config()["notebooks"][name]["source"]
+    found = []
+    for number, cell in enumerate(nbformat.read(source, as_version=4).cells):
+        if cell.cell_type != "code":
+            continue
+        for node in ast.walk(ast.parse(cell.source)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                found.append(f"cell {number}, line {node.lineno}: {type(node).__name__}")
+    assert not found, f"{source.relative_to(REPO_ROOT)} defines code; move it to lib/bertsent: {found}"
