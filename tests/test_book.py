@@ -382,3 +382,22 @@ def test_notebook_code_defines_nothing(name):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
                 found.append(f"cell {number}, line {node.lineno}: {type(node).__name__}")
     assert not found, f"{source.relative_to(REPO_ROOT)} defines code; move it to lib/bertsent: {found}"
+
+
+@pytest.mark.parametrize("failure", ["cell", "interrupt"])
+def test_a_failed_or_interrupted_run_ends_in_one_line_naming_the_partial_notebook(failure, tmp_path, monkeypatch,
+                                                                                   capsys):
+    import papermill
+
+    def execute(source, output, **_):
+        if failure == "interrupt":
+            raise KeyboardInterrupt
+        raise papermill.PapermillExecutionError(cell_index=3, exec_count=4, source="x", ename="ValueError",
+                                                evalue="bad input", traceback=[])
+
+    monkeypatch.setattr(book, "RERUNS_DIR", tmp_path / "reruns")
+    monkeypatch.setattr(papermill, "execute_notebook", execute)
+    assert book.main(["run", "contrastive_in_ten_minutes", "--profile", "smoke"]) == 1
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and ".running.ipynb" in error
+    assert ("cell 4 raised ValueError: bad input" if failure == "cell" else "interrupted") in error

@@ -37,6 +37,24 @@ from .report.io import write_json_atomic
 from .report.pages import tidy_page
 from .versions import code_imports, manifest_digest, method_versions, reached_modules, versions_digest
 
+
+class NotebookFailed(RuntimeError):
+    """A notebook stopped (a cell raised, or Ctrl-C): one line naming the cell and the partial notebook."""
+
+
+def _local_kernel_manager():
+    """The kernel's channels as local sockets (IPC) rather than TCP on localhost: the same kernel, without its
+    warning that TCP traffic is unencrypted, and with no port open to other users of the machine."""
+    from jupyter_client.manager import KernelManager
+    from traitlets import default
+
+    class LocalKernelManager(KernelManager):
+        @default("transport")
+        def _default_transport(self):
+            return "ipc"
+
+    return LocalKernelManager
+
 PROFILES_FILE = REPO_ROOT / "notebooks" / "profiles.yml"
 RUNS_DIR = RESULTS_DIR / "runs"
 # Only these profiles, with no parameter override, write the book's page, results/ and results/runs/<name>.json;
@@ -316,8 +334,16 @@ def run_notebook(name: str, profile: str = "quick", overrides: dict | None = Non
     output.parent.mkdir(parents=True, exist_ok=True)
     started = time.time()
     tmp_output = output.with_suffix(".running.ipynb")  # kept for inspection if a cell fails
-    papermill.execute_notebook(str(source), str(tmp_output), parameters=parameters, cwd=str(REPO_ROOT),
-                               kernel_name="python3", progress_bar=False)
+    try:
+        papermill.execute_notebook(str(source), str(tmp_output), parameters=parameters, cwd=str(REPO_ROOT),
+                                   kernel_name="python3", progress_bar=False,
+                                   kernel_manager_class=_local_kernel_manager())
+    except papermill.PapermillExecutionError as error:
+        raise NotebookFailed(f"{name}: cell {error.exec_count} raised {error.ename}: {error.evalue} "
+                             f"(the partial notebook: {tmp_output})") from None
+    except KeyboardInterrupt:
+        raise NotebookFailed(f"{name}: interrupted (the partial notebook: {tmp_output}; trained runs resume from "
+                             "their checkpoints when you run it again)") from None
     tidy_page(tmp_output)  # tags that hide set-up code, no stderr or progress bars (sources stay as they are)
     os.replace(tmp_output, output)
     seconds = time.time() - started
@@ -460,6 +486,9 @@ def main(argv=None) -> int:
     except ParameterError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except NotebookFailed as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     return 0
 
 
