@@ -79,7 +79,7 @@ def test_self_guided_trainer_reproduces_its_numbers(tiny_bert, tmp_path):
     actual = {}
     for name, overrides in runs.items():
         result = train_self_guided(tiny_bert, sentences, dev, tmp_path / name, SelfGuidedConfig(**{**base, **overrides}),
-                                   show_progress=False)
+                                   show_progress=False, keep_checkpoints=True)
         checkpoint = torch.load(tmp_path / name / "checkpoint.pt", weights_only=False)
         actual[name] = {"best_step": result.best_step, "best_dev": result.best_dev, "steps": result.steps,
                         "history": result.history, "final_trainable": weight_stats(checkpoint["model"]),

@@ -25,7 +25,7 @@ def test_frozen_parts_stay_frozen(tiny_bert, tmp_path):
     from bertsent.models import load_encoder
 
     before = load_encoder(tiny_bert).state_dict()
-    train_self_guided(tiny_bert, SENTENCES, DEV, tmp_path, tiny_config(), show_progress=False)
+    train_self_guided(tiny_bert, SENTENCES, DEV, tmp_path, tiny_config(), show_progress=False, keep_checkpoints=True)
     checkpoint = torch.load(tmp_path / "checkpoint.pt", weights_only=False)
     model = SelfGuidedModel(load_encoder(tiny_bert), head_dim=64)
     model.load_state_dict(checkpoint["model"], strict=False)
@@ -46,7 +46,7 @@ def test_best_checkpoint_is_reloaded_and_round_trips_through_sentence_transforme
     from bertsent.models import load_encoder
 
     result = train_self_guided(tiny_bert, SENTENCES, DEV, tmp_path, tiny_config(eval_every=1, max_steps=8),
-                               show_progress=False)
+                               show_progress=False, keep_checkpoints=True)
     scores = [h["dev"] for h in result.history]
     assert result.best_dev == max(scores)
     assert result.best_step == result.history[int(np.argmax(scores))]["step"]
@@ -66,7 +66,8 @@ def test_best_checkpoint_is_reloaded_and_round_trips_through_sentence_transforme
 
 def test_resume_after_interruption_matches_an_uninterrupted_run(tiny_bert, tmp_path):
     config = tiny_config(loss="opt2", frozen_dropout=True, eval_every=2, max_steps=6)  # random view sampling and dropout
-    train_self_guided(tiny_bert, SENTENCES, DEV, tmp_path / "straight", config, show_progress=False)
+    train_self_guided(tiny_bert, SENTENCES, DEV, tmp_path / "straight", config, show_progress=False,
+                      keep_checkpoints=True)
 
     def interrupt(step, *_):
         if step == 4:
@@ -77,7 +78,7 @@ def test_resume_after_interruption_matches_an_uninterrupted_run(tiny_bert, tmp_p
                           callbacks=[interrupt], checkpoint_every=2)
     assert torch.load(tmp_path / "resumed" / "checkpoint.pt", weights_only=False)["state"]["step"] == 2
     train_self_guided(tiny_bert, SENTENCES, DEV, tmp_path / "resumed", config, show_progress=False,
-                      checkpoint_every=2)
+                      checkpoint_every=2, keep_checkpoints=True)
     straight = torch.load(tmp_path / "straight" / "checkpoint.pt", weights_only=False)
     resumed = torch.load(tmp_path / "resumed" / "checkpoint.pt", weights_only=False)
     assert resumed["state"]["step"] == straight["state"]["step"] == 6
@@ -225,7 +226,8 @@ def test_two_steps_on_a_causal_lm_train_the_last_token_and_round_trip_through_se
     from bertsent.models import load_encoder
 
     config = tiny_config(batch_size=4, max_steps=2, eval_every=1, head_dim=24)
-    result = train_self_guided(tiny_gemma_dir, GEMMA_SENTENCES, gemma_dev(), tmp_path, config, show_progress=False)
+    result = train_self_guided(tiny_gemma_dir, GEMMA_SENTENCES, gemma_dev(), tmp_path, config, show_progress=False,
+                               keep_checkpoints=True)
     assert result.steps == 2 and all(np.isfinite(h["dev"]) for h in result.history)
     summary = json.loads((tmp_path / "train.json").read_text())
     assert summary["readout"] == "last" and summary["skip_bos"] is True
@@ -255,3 +257,19 @@ def test_two_steps_on_a_causal_lm_train_the_last_token_and_round_trip_through_se
     assert not torch.equal(start.layers[0].mlp.up_proj.weight, trained["trained.layers.0.mlp.up_proj.weight"])
     assert not any("embed_tokens" in name for name in trained)
     assert torch.equal(start.embed_tokens.weight, saved.embed_tokens.weight)
+
+
+def test_a_finished_run_keeps_only_its_model_and_is_not_trained_again(tiny_bert, tmp_path, monkeypatch):
+    from bertsent.training import self_guided
+
+    first = train_self_guided(tiny_bert, SENTENCES, DEV, tmp_path, tiny_config(), show_progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model", "train.json"]  # no checkpoint.pt, no best.pt
+
+    def no_training(*_, **__):
+        raise AssertionError("a finished run was trained again")
+
+    monkeypatch.setattr(self_guided, "train_loop", no_training)
+    again = train_self_guided(tiny_bert, SENTENCES, DEV, tmp_path, tiny_config(), show_progress=False)
+    assert (again.best_step, again.best_dev, again.steps) == (first.best_step, first.best_dev, first.steps)
+    with pytest.raises(ValueError, match="another configuration"):
+        train_self_guided(tiny_bert, SENTENCES, DEV, tmp_path, tiny_config(temperature=0.05), show_progress=False)

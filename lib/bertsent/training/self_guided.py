@@ -137,7 +137,7 @@ def self_guided_model(backbone: str, config: SelfGuidedConfig | None = None) -> 
 
 def train_self_guided(backbone: str, sentences: list[str], dev: STSDataset, output_dir: str | Path,
                       config: SelfGuidedConfig | None = None, resume: bool = True, show_progress: bool = True,
-                      callbacks=(), checkpoint_every: int = 200) -> TrainResult:
+                      callbacks=(), checkpoint_every: int = 200, keep_checkpoints: bool = False) -> TrainResult:
     """Train SG / SG-OPT on ``sentences`` (no labels), select on ``dev``, save to ``output_dir``.
 
     ``output_dir`` receives ``checkpoint.pt`` (for resumption), ``best.pt`` (BERT_T's best weights),
@@ -149,10 +149,16 @@ def train_self_guided(backbone: str, sentences: list[str], dev: STSDataset, outp
     ``callbacks``: functions called as ``callback(step, model, tokenizer)`` at every evaluation.
     ``checkpoint_every``: steps between resumable checkpoints (taken at evaluations; the optimizer state
     makes one several times the model's size, so not at every evaluation).
+    A finished run keeps only ``model/`` and ``train.json``: ``checkpoint.pt`` and ``best.pt`` (together several
+    times the model's size: 2.5 GB for Gemma 3 270M) are deleted once the model is saved, unless
+    ``keep_checkpoints``; asked again with ``resume``, a finished run returns its recorded result without training.
     The steps are :func:`bertsent.training.loop.train_loop`'s, with :class:`SelfGuidedMethod`.
     """
     config = config or SelfGuidedConfig()
     output_dir = Path(output_dir)
+    finished = _finished_result(output_dir, config) if resume else None
+    if finished is not None:
+        return finished
     accelerator = make_accelerator()
     seed_everything(config.seed)
     model, tokenizer = self_guided_model(backbone, config)
@@ -181,8 +187,25 @@ def train_self_guided(backbone: str, sentences: list[str], dev: STSDataset, outp
                    "readout": model.readout, "skip_bos": model.skip_bos, "peak_rss_mib": round(peak_memory_mib(), 1)}
         (output_dir / "train.json").write_text(json.dumps(summary, indent=2) + "\n")
     accelerator.wait_for_everyone()
+    if accelerator.is_main_process and not keep_checkpoints:
+        for name in ("checkpoint.pt", "best.pt"):
+            (output_dir / name).unlink(missing_ok=True)
     return TrainResult(output_dir, state["best_step"], state["best_dev"], state["step"], state["seconds"],
                        state["history"])
+
+
+def _finished_result(output_dir: Path, config: SelfGuidedConfig) -> TrainResult | None:
+    """The recorded result of a run finished in ``output_dir`` (``train.json`` and ``model/``), or None; a finished
+    run of another configuration is refused, as a checkpoint of one is."""
+    summary_path = output_dir / "train.json"
+    if not (summary_path.is_file() and (output_dir / "model").is_dir()):
+        return None
+    summary = json.loads(summary_path.read_text())
+    if summary["config"] != json.loads(json.dumps(asdict(config))):
+        raise ValueError(f"{output_dir} holds a finished run of another configuration; use another output directory "
+                         "or resume=False.")
+    return TrainResult(output_dir, summary["best_step"], summary["best_dev"], summary["step"], summary["seconds"],
+                       summary["history"])
 
 
 class SelfGuidedMethod(Method):
