@@ -16,13 +16,13 @@ loads with a plain ``SentenceTransformer(path)``.
 """
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 from sentence_transformers.base.modules.module import Module
 
 from ..quiet import quiet_transformers
+from ..report.io import save_sentence_transformer_atomically
 from .layer_attention import DEFAULT_POOLING, LayerAttentionModel, LayerAttentionPooler, layer_readouts
 
 METHOD_VERSION = 1  # bump when the maths changes
@@ -84,7 +84,6 @@ def save_layer_attention_model(model: LayerAttentionModel, tokenizer, path: str 
     trust_remote_code=True)``); ``"cls_last"`` / ``"mean_last"``: the encoder with a standard ``Pooling`` of its
     last hidden state, the pooler removed (loads with ``SentenceTransformer(path)``).
     """
-    from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
     if readout is not None and model.causal not in READOUT_MODES.get(readout, {}):
@@ -110,10 +109,4 @@ def save_layer_attention_model(model: LayerAttentionModel, tokenizer, path: str 
         pooling.pooler.load_state_dict(pooler.state_dict())
     else:
         pooling = Pooling(pooler.dim, pooling_mode=READOUT_MODES[readout][model.causal])
-    tmp = path.with_name(path.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    SentenceTransformer(modules=[transformer, pooling], device="cpu").save(str(tmp))
-    shutil.rmtree(path, ignore_errors=True)
-    os.replace(tmp, path)
-    shutil.rmtree(staging, ignore_errors=True)
-    return path
+    return save_sentence_transformer_atomically([transformer, pooling], path, staging)

@@ -66,3 +66,21 @@ def write_csv_atomic(table, path: Path, **to_csv_options) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def save_sentence_transformer_atomically(modules: list, path: Path, staging: Path | None = None) -> Path:
+    """Save ``SentenceTransformer(modules=modules)`` to ``path`` whole or not at all: written to a sibling folder,
+    then swapped in; ``staging`` (the folder the modules were read from) is removed afterwards."""
+    import shutil
+
+    from sentence_transformers import SentenceTransformer
+
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    SentenceTransformer(modules=modules, device="cpu").save(str(tmp))
+    shutil.rmtree(path, ignore_errors=True)
+    os.replace(tmp, path)
+    if staging is not None:
+        shutil.rmtree(staging, ignore_errors=True)
+    return path

@@ -23,9 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import resource
-import shutil
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -41,6 +39,7 @@ from ..evaluation.sts import cosine_rows, evaluate_sts
 from ..losses import LOSSES, weight_distance_regularizer
 from ..models import SelfGuidedModel, load_encoder
 from ..quiet import quiet_transformers
+from ..report.io import save_sentence_transformer_atomically
 from .loop import (LoopSettings, Method, TrainingDivergedError, adamw, make_accelerator, seed_everything,
                    train_loop, warmup_schedule)
 
@@ -263,7 +262,6 @@ def save_sentence_transformer(encoder, tokenizer, path: Path, readout: str | Non
     vectors: [CLS] (``readout="cls"``) or, for a causal LM (``readout="last"``), sentence-transformers'
     ``lasttoken`` pooling, the last real token of each row; the tokenizer is saved as given (a causal one
     prepared to pad on the right). ``readout=None``: ``"last"`` when the encoder is a causal LM, else ``"cls"``."""
-    from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
     modes = {"cls": "cls", "last": "lasttoken"}
@@ -277,12 +275,7 @@ def save_sentence_transformer(encoder, tokenizer, path: Path, readout: str | Non
     with quiet_transformers():  # BERT_T has no pooler on purpose; its absence is not news
         transformer = Transformer(str(staging))
     pooling = Pooling(encoder.config.hidden_size, pooling_mode=modes[readout])
-    tmp = path.with_name(path.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    SentenceTransformer(modules=[transformer, pooling], device="cpu").save(str(tmp))
-    shutil.rmtree(path, ignore_errors=True)
-    os.replace(tmp, path)
-    shutil.rmtree(staging, ignore_errors=True)
+    save_sentence_transformer_atomically([transformer, pooling], path, staging)
 
 
 def main(argv=None) -> int:
