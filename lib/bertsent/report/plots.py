@@ -489,40 +489,41 @@ def lambda_sensitivity(table: pd.DataFrame):
     to a row).
 
     ``table``: columns task, method, weight, mean, sd, metric."""
-    tasks = list(dict.fromkeys(table["task"]))
-    fig, axes, _ = panel_grid(len(tasks), 2, panel=(3.75, 3.4))
-    for ax, task in zip(axes, tasks):
-        rows = table[table["task"] == task]
-        for method, line in rows.groupby("method", sort=False):
-            line = line.sort_values("weight")
-            ax.errorbar(line["weight"], line["mean"], yerr=line["sd"].fillna(0), marker="o", ms=4, capsize=3,
-                        label=ACL_METHOD_LABELS.get(method, method))
+    def log_lambda_axis(ax, rows):
+        weights = sorted(rows["weight"].unique())
         ax.set_xscale("log")
         ax.xaxis.set_minor_locator(plt.NullLocator())
-        ax.set_xticks(sorted(rows["weight"].unique()))
-        ax.set_xticklabels([f"{w:g}" for w in sorted(rows["weight"].unique())])
-        ax.set_xlabel("lambda (contrastive weight)")
-        ax.set_ylabel(f"{task} dev {rows['metric'].iloc[0]}")
-        ax.set_title(task)
-        ax.legend()
-    fig.tight_layout()
-    return fig
+        ax.set_xticks(weights)
+        ax.set_xticklabels([f"{w:g}" for w in weights])
+
+    return _task_errorbar_panels(table, "weight", "method", ACL_METHOD_LABELS, "lambda (contrastive weight)",
+                                 log_lambda_axis)
 
 
 @page_figure
 def exit_scores(table: pd.DataFrame):
     """Every exit's dev score for each multi-exit training mode (mean over seeds, error bars one sd), one panel
     per task (two to a row). ``table``: columns task, mode, exit, mean, sd, metric."""
+    def layer_axis(ax, rows):
+        ax.set_xticks(sorted(rows["exit"].unique()))
+        integer_ticks(ax)
+
+    return _task_errorbar_panels(table, "exit", "mode", EXIT_MODE_LABELS, "exit (after layer)", layer_axis)
+
+
+def _task_errorbar_panels(table: pd.DataFrame, x: str, series: str, labels: dict, xlabel: str, style_x):
+    """One panel per task (two to a row): ``mean`` against ``x`` with one-sd error bars, a line per ``series``
+    value; ``style_x(ax, rows)`` sets the x axis."""
     tasks = list(dict.fromkeys(table["task"]))
     fig, axes, _ = panel_grid(len(tasks), 2, panel=(3.75, 3.4))
     for ax, task in zip(axes, tasks):
         rows = table[table["task"] == task]
-        for mode, line in rows.groupby("mode", sort=False):
-            ax.errorbar(line["exit"], line["mean"], yerr=line["sd"].fillna(0), marker="o", ms=4, capsize=3,
-                        label=EXIT_MODE_LABELS.get(mode, mode))
-        ax.set_xticks(sorted(rows["exit"].unique()))
-        integer_ticks(ax)
-        ax.set_xlabel("exit (after layer)")
+        for name, line in rows.groupby(series, sort=False):
+            line = line.sort_values(x)
+            ax.errorbar(line[x], line["mean"], yerr=line["sd"].fillna(0), marker="o", ms=4, capsize=3,
+                        label=labels.get(name, name))
+        style_x(ax, rows)
+        ax.set_xlabel(xlabel)
         ax.set_ylabel(f"{task} dev {rows['metric'].iloc[0]}")
         ax.set_title(task)
         ax.legend()
