@@ -8,7 +8,15 @@ import torch
 
 from bertsent.data.masking import FIRST_WORD_PIECE, IGNORE_INDEX
 from bertsent.data.pretraining_pairs import Instances
-from bertsent.training.pretraining import MASK_ID, PairBatches, PretrainingConfig, load_tokenizer, pretrain
+from bertsent.training.pretraining import (
+    MASK_ID,
+    PairBatches,
+    PretrainingConfig,
+    PretrainingMethod,
+    load_tokenizer,
+    pretrain,
+    short_phase_steps,
+)
 
 
 SMOKE = dict(size="tiny", batch_size=8, max_length=64, eval_every=4, eval_instances=64, mixed_precision="no",
@@ -132,3 +140,38 @@ def test_continued_pretraining_starts_from_the_given_weights(tmp_path):
     assert continued.history[0]["heldout_mlm_loss"] == pytest.approx(first.history[-1]["heldout_mlm_loss"], rel=1e-4)
     with pytest.raises(ValueError, match="schedule"):
         PretrainingConfig(schedule="cosine")
+
+
+def test_two_phase_pretraining_trains_on_short_pairs_first_then_at_max_length():
+    """BERT's two phases: the first short_fraction of the steps draw from the short pairs, the rest from the long."""
+    tokenizer = load_tokenizer()
+    rng = np.random.default_rng(0)
+
+    def instances(length, n=64):
+        return Instances(rng.integers(FIRST_WORD_PIECE, len(tokenizer), n * length).astype(np.uint16),
+                         np.arange(0, n * length + 1, length), np.full(n, length // 2), rng.random(n) < 0.5)
+
+    config = PretrainingConfig(max_length=64, short_length=24, short_fraction=0.6, max_steps=10, batch_size=4)
+    assert short_phase_steps(config) == 6 and short_phase_steps(PretrainingConfig(max_steps=10)) == 0
+    long, short = (PairBatches(instances(n), tokenizer, 4, seed=0, next_sentence=True) for n in (61, 21))
+    method = PretrainingMethod(long, [], 0, config, scheduler=None, output_dir=None, short_train=short)
+    from bertsent.training.loop import make_accelerator
+    method.accelerator = make_accelerator("no")
+    lengths = [method.batches(step)["input_ids"].shape[1] for step in range(10)]
+    assert lengths == [24] * 6 + [64] * 4, lengths
+
+
+def test_two_phase_settings_are_checked():
+    with pytest.raises(ValueError, match="short_length"):
+        PretrainingConfig(max_length=64, short_length=64)
+    with pytest.raises(ValueError, match="short_fraction"):
+        PretrainingConfig(short_length=32, short_fraction=1.0)
+
+
+def test_one_phase_run_keys_do_not_change_with_the_two_phase_option():
+    """Runs committed before the two-phase option keep their keys (their results are reused, not recomputed)."""
+    from bertsent.experiments.runs import pretraining_identity
+    one_phase = pretraining_identity(PretrainingConfig(max_steps=10))["config"]
+    assert "short_length" not in one_phase and "short_fraction" not in one_phase
+    two_phase = pretraining_identity(PretrainingConfig(max_steps=10, short_length=64))["config"]
+    assert two_phase["short_length"] == 64 and two_phase["short_fraction"] == 0.9

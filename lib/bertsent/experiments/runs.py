@@ -219,7 +219,10 @@ def pretraining_identity(config) -> dict:
     from ..training.pretraining import TOKENIZER_SOURCE
 
     files = config.corpus_files or tuple(CORPUS_FILES)
-    return {"kind": "pretraining", "config": asdict(config), "corpus": {f: CORPUS_FILES.get(f) for f in files},
+    settings = asdict(config)
+    if settings["short_length"] is None:  # one phase: the key of a run made before the two-phase option existed
+        del settings["short_length"], settings["short_fraction"]
+    return {"kind": "pretraining", "config": settings, "corpus": {f: CORPUS_FILES.get(f) for f in files},
             "tokenizer": TOKENIZER_SOURCE, "methods": path_versions(PRETRAINING_PATH)["digest"]}
 
 

@@ -40,6 +40,11 @@ class PretrainingConfig:
     size: str = "mini"
     objective: str = "mlm_nsp"  # "mlm": the no-NSP ablation; "ltr": left-to-right LM, no NSP
     max_length: int = 128
+    # BERT's two phases (Devlin et al. 2019, appendix A.2: 90% of the steps at length 128, the rest at 512, "to learn
+    # the positional embeddings"), scaled down: the first ``short_fraction`` of the steps on pairs of at most
+    # ``short_length`` tokens, the rest at ``max_length``. None: one phase at max_length.
+    short_length: int | None = None
+    short_fraction: float = 0.9
     batch_size: int = 64
     learning_rate: float = 5e-4
     warmup_ratio: float = 0.06
@@ -67,6 +72,11 @@ class PretrainingConfig:
             raise ValueError(f"schedule must be 'linear' or 'constant', not {self.schedule!r}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must lie in [0, 1), not {self.dropout!r}")
+        if self.short_length is not None and not 8 <= self.short_length < self.max_length:
+            raise ValueError(f"short_length must lie in [8, max_length={self.max_length}), not {self.short_length!r}; "
+                             "None trains at max_length throughout")
+        if not 0.0 < self.short_fraction < 1.0:
+            raise ValueError(f"short_fraction must lie in (0, 1), not {self.short_fraction!r}")
         if self.mixed_precision not in ("bf16", "no"):
             raise ValueError(f"mixed_precision must be 'bf16' or 'no', not {self.mixed_precision!r}")
         self.betas = tuple(self.betas)
@@ -74,17 +84,25 @@ class PretrainingConfig:
 
 
 # Profiles: `smoke` for tests (seconds); `cpu` the stall study's best recipe (results/bert/stall_study.csv: lr 1e-3,
-# batch 32, dropout off: the lowest held-out loss for the same tokens) for as many steps as about 90 minutes of a
-# 2-core machine allow (5,000 steps, about 20M tokens, on three of the six corpus files: 57M tokens, so no pair is
-# seen twice); `gpu` for one large GPU (bf16) within ten minutes.
+# batch 32, dropout off, and shorter pairs: the lowest held-out loss for the same tokens) in BERT's two phases, 90% of
+# the steps on pairs of at most 64 tokens (about 2,000 tokens a step), the last 10% at 128, so every position the
+# fine-tuning pages use is trained: 6,000 steps, about 13M tokens, about 85 minutes of 2 idle cores in float32 (bf16
+# autocast is several times slower than float32 on CPUs without AVX-512 BF16, such as this project's AVX2 machines);
+# three of the six corpus files (57M tokens, so no pair is seen twice); `gpu` for one large GPU (bf16) within ten minutes.
 PROFILES = {
     "smoke": dict(size="tiny", batch_size=8, max_steps=6, eval_every=3, eval_instances=32, max_length=64,
                   mixed_precision="no", corpus_files=("enwiki-2018.txt.xz",)),
-    "cpu": dict(size="mini", batch_size=32, learning_rate=1e-3, dropout=0.0, max_steps=5000, eval_every=500,
+    "cpu": dict(size="mini", batch_size=32, learning_rate=1e-3, dropout=0.0, max_steps=6000, eval_every=500,
+                eval_instances=1024, short_length=64, mixed_precision="no",
                 corpus_files=("enwiki-2018.txt.xz", "enwiki-2015-part0.txt.xz", "eltec-eng-novels.txt.xz")),
     "gpu": dict(size="small", batch_size=256, learning_rate=1e-3, max_steps=12000, eval_every=500,
                 eval_instances=8192),
 }
+
+
+def short_phase_steps(config: PretrainingConfig) -> int:
+    """How many of the first steps train on pairs of at most ``config.short_length`` tokens (0: one phase)."""
+    return int(round(config.short_fraction * config.max_steps)) if config.short_length else 0
 
 
 @dataclass
@@ -199,8 +217,9 @@ class PretrainingMethod(Method):
     metrics (:func:`evaluate_heldout`), tokens seen and the learning rate, and writes ``history.csv``."""
 
     def __init__(self, train: PairBatches, eval_batches: list[dict], majority: int, config: PretrainingConfig,
-                 scheduler, output_dir: Path):
+                 scheduler, output_dir: Path, short_train: PairBatches | None = None):
         self.train, self.eval_batches, self.majority, self.config = train, eval_batches, majority, config
+        self.short_train = short_train
         self.scheduler, self.output_dir = scheduler, output_dir
         self.divergence_advice = f"Fix: lower learning_rate (now {config.learning_rate}) or raise warmup_ratio."
         self.heldout: dict = {}
@@ -210,7 +229,8 @@ class PretrainingMethod(Method):
         return {"step": 0, "tokens": 0, "seconds": 0.0, "history": []}
 
     def batches(self, step: int) -> dict:
-        return self.to_device(self.shard(self.train.batch(step)))
+        in_short_phase = self.short_train is not None and step < short_phase_steps(self.config)
+        return self.to_device(self.shard((self.short_train if in_short_phase else self.train).batch(step)))
 
     def loss(self, model, batch) -> dict:
         out = model(**batch)
@@ -265,6 +285,10 @@ def pretrain(output_dir: str | Path, config: PretrainingConfig | None = None, re
     heldout = PairBatches(corpus_instances(tokenizer, "heldout", **data), tokenizer, 128, config.seed, next_sentence,
                           left_to_right)
     eval_batches = heldout.evaluation_batches(config.eval_instances, config.data_seed)
+    short_train = None
+    if config.short_length:
+        short_train = PairBatches(corpus_instances(tokenizer, "train", **{**data, "max_length": config.short_length}),
+                                  tokenizer, config.batch_size, config.seed, next_sentence, left_to_right)
     majority = majority_token(train.instances.tokens, FIRST_WORD_PIECE)
 
     model = new_pretraining_model(config.size, len(tokenizer), config.seed, config.objective, dropout=config.dropout)
@@ -279,7 +303,7 @@ def pretrain(output_dir: str | Path, config: PretrainingConfig | None = None, re
                       eps=config.adam_epsilon, fused=torch.cuda.is_available() or None)
     scheduler = warmup_schedule(optimizer, int(config.warmup_ratio * config.max_steps), config.max_steps,
                                 config.schedule)
-    method = PretrainingMethod(train, eval_batches, majority, config, scheduler, output_dir)
+    method = PretrainingMethod(train, eval_batches, majority, config, scheduler, output_dir, short_train)
     run = train_loop(method, model, optimizer, scheduler, LoopSettings(
         total_steps=config.max_steps, output_dir=output_dir, config=asdict(config), eval_every=config.eval_every,
         checkpoint_every=1, max_grad_norm=config.max_grad_norm, step_seed=config.seed, loss_smoothing=0.02,
