@@ -43,3 +43,12 @@ def test_glue_cells_at_the_majority_class_are_marked():
     card = model_card("bert-mini-wiki", SUMMARY, glue=glue)
     assert f"MRPC accuracy {floor['accuracy']:.1f} (majority class)" in card
     assert "SST-2 accuracy 75.1" in card and "75.1 (majority class)" not in card
+
+
+def test_the_card_states_the_sequence_lengths_of_a_two_phase_run():
+    assert "max length 128" in model_card("bert-mini-wiki", SUMMARY)
+    two_phase = {**SUMMARY, "config": {**SUMMARY["config"], "max_length": 128, "short_length": 64,
+                                       "short_fraction": 0.9}}
+    card = model_card("bert-mini-wiki", two_phase)
+    assert "the first 90% of the steps on pairs of at most 64 tokens, the rest at 128" in card
+    assert "max length 128" not in card

@@ -88,6 +88,14 @@ def mlm_sentence(accuracy: pd.DataFrame) -> str:
             f"{ratio:.1f} times the best constant guess ({100 * row['best_constant_floor']:.2f}%).")
 
 
+def sequence_lengths(config: dict) -> str:
+    """How long the pre-training pairs were: one length, or BERT's two phases (short pairs first)."""
+    if config.get("short_length"):
+        return (f"the first {config['short_fraction']:.0%} of the steps on pairs of at most {config['short_length']} "
+                f"tokens, the rest at {config.get('max_length', 128)} (BERT's two phases, scaled down)")
+    return f"max length {config.get('max_length', 128)}"  # the configuration's default when not recorded
+
+
 def model_card(name: str, summary: dict, glue: pd.DataFrame | None = None, mlm: dict | None = None) -> str:
     """The model card (Markdown): what the model is, how it was trained, and what it can and cannot do, from
     the run's summary, the masked-LM tables of :func:`~bertsent.evaluation.mlm.evaluate_checkpoint` and the GLUE
@@ -98,8 +106,8 @@ def model_card(name: str, summary: dict, glue: pd.DataFrame | None = None, mlm: 
     lines = [
         f"# {name}: a {layers}-layer BERT pre-trained here on {tokens / 1e6:.1f}M tokens", "",
         "Masked LM + next-sentence prediction as BERT (Devlin et al. 2019): 15% of WordPiece tokens chosen, "
-        "80% [MASK] / 10% random / 10% unchanged; 50% true next segment; max length 128; the uncased WordPiece "
-        "vocabulary of bert-base-uncased (30,522 entries). It is **not BERT-base and not a substitute for it**: "
+        f"80% [MASK] / 10% random / 10% unchanged; 50% true next segment; {sequence_lengths(config)}; the uncased "
+        "WordPiece vocabulary of bert-base-uncased (30,522 entries). It is **not BERT-base and not a substitute for it**: "
         f"{layers} layers of width {hidden} against 12 of 768, and {tokens / 1e6:.1f}M tokens seen against BERT's "
         "~128,000M (3.3B words x 40 epochs).", "",
     ]
