@@ -5,6 +5,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PROFILE ?= quick
 TORCH_SPEC ?= torch==2.13.0
+# PyTorch's CPU wheels (torch==2.13.0+cpu outranks PyPI's CUDA build of the same version, so the pin takes the CPU
+# build on any machine); where the index is unreachable pip warns and goes on with the other indexes. TORCH_INDEX= skips it.
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
@@ -13,7 +16,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
+	$(PY) -m pip install --quiet $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX),) "$(TORCH_SPEC)"
 	$(PY) -m pip install --quiet -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	$(PY) -m pip install --quiet --no-deps -e .
