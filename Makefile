@@ -29,8 +29,9 @@ book: $(STAMP)
 	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going
 	@echo "The book: _build/html/index.html"
 
+# one test process per core (at most 4), each taking the next test as it finishes one
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --maxprocesses 4 --dist worksteal
 
 clean-book:
 	rm -rf _build

@@ -178,10 +178,11 @@ def evaluation_settings(module: str, **settings) -> dict:
 
 def trained_transfer_scores(backbone: str, train_data: str, config: SelfGuidedConfig, tasks: dict, data_dir=None,
                             runs_dir: Path | None = None, results_dir=None, batch_size: int = 64,
-                            max_length: int = 128) -> pd.DataFrame:
+                            max_length: int = 128, dev: STSDataset | None = None) -> pd.DataFrame:
     """Transfer accuracy (one row per task: ``task``, ``accuracy``) of one run's last-layer sentence token ([CLS];
     a causal LM's last token; the evaluation keeps its name ``transfer_cls``, its settings record the readout),
-    from its committed results or computed and committed. ``tasks``: name -> loaded (possibly subsampled) task."""
+    from its committed results or computed and committed. ``tasks``: name -> loaded (possibly subsampled) task;
+    ``dev``: the run's model-selection set (default all of STS-B dev, as the STS page's runs)."""
     from ..encode.backbones import backbone_sentence_pooling
 
     readout = backbone_sentence_pooling(backbone)
@@ -196,7 +197,7 @@ def trained_transfer_scores(backbone: str, train_data: str, config: SelfGuidedCo
         return transfer_scores(Encoder(load_backbone(str(model_dir)), batch_size, max_length, show_progress=False),
                                tasks, readout)
 
-    return run_scores(backbone, train_data, config, "transfer_cls", settings, compute, data_dir, None, runs_dir,
+    return run_scores(backbone, train_data, config, "transfer_cls", settings, compute, data_dir, dev, runs_dir,
                       results_dir)
 
 
