@@ -1,0 +1,107 @@
+"""How long each page takes to re-run at the `class` profile: the time a student waits in a class period.
+
+Runs every page (or the named ones) as a student would, one after the other, each in its own process::
+
+    .venv/bin/python -m bertsent.book run NAME --profile class --force
+
+(the runner writes to ``.cache/reruns/``, never to the book), times it from start to finish (kernel start, imports,
+loading the backbone, training and scoring), and writes one row per page to
+``results/benchmarks/class_profile_times.csv``: seconds, whether it ran, the machine (cores, the CPU instruction
+set PyTorch uses) and the commit. ``--readme`` also rewrites the README's table between its two markers from
+that CSV, so the README shows what was measured and nothing typed.
+
+    .venv/bin/python benchmarks/class_profile_times.py [NAME ...] [--readme]
+
+Time the pages on an otherwise idle machine: the table is what a class's laptop would see.
+"""
+import argparse
+import datetime
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from bertsent.book import load_config
+from bertsent.paths import REPO_ROOT
+from bertsent.report.io import write_csv_atomic
+
+TIMES = REPO_ROOT / "results" / "benchmarks" / "class_profile_times.csv"
+README = REPO_ROOT / "README.md"
+START, END = "<!-- class-profile-times:start -->", "<!-- class-profile-times:end -->"
+TARGET_MINUTES = 5.0
+
+
+def machine() -> dict:
+    import torch
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True)
+    return {"cores": os.cpu_count(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "commit": commit.stdout.strip(), "date": datetime.date.today().isoformat()}
+
+
+def time_page(name: str) -> dict:
+    """One page re-run at the class profile, in a fresh process, timed end to end."""
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "bertsent.book", "run", name, "--profile", "class", "--force"],
+                          cwd=REPO_ROOT, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    last_line = (done.stdout.strip().splitlines() or [""])[-1] if done.returncode == 0 else \
+        (done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or [""])[-1]
+    return {"page": name, "seconds": round(seconds, 1), "ran": done.returncode == 0, "message": last_line[:300]}
+
+
+def readme_table(times: pd.DataFrame) -> str:
+    """The README's table: page, minutes, within the target; the machine it was measured on."""
+    rows = ["| page | minutes | within 5 min |", "|---|---:|---|"]
+    for row in times.itertuples():
+        verdict = "did not run" if not row.ran else ("yes" if row.seconds <= TARGET_MINUTES * 60 else "**no**")
+        rows.append(f"| {row.page} | {row.seconds / 60:.1f} | {verdict} |")
+    first = times.iloc[0]
+    rows.append("")
+    rows.append(f"Measured by `benchmarks/class_profile_times.py` on {first['cores']} cores "
+                f"({first['cpu_capability']}), commit {first['commit']}, {first['date']}; "
+                f"longest page {times['seconds'].max() / 60:.1f} min, all pages {times['seconds'].sum() / 60:.0f} min.")
+    return "\n".join(rows)
+
+
+def update_readme(times: pd.DataFrame, readme: Path = README) -> None:
+    text = readme.read_text()
+    if START not in text or END not in text:
+        raise SystemExit(f"{readme} has no {START} ... {END} markers; add them where the table belongs.")
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    readme.write_text(f"{head}{START}\n{readme_table(times)}\n{END}{tail}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("pages", nargs="*", help="page names (default: every page of the class profile)")
+    parser.add_argument("--output", type=Path, default=TIMES)
+    parser.add_argument("--readme", action="store_true", help="rewrite the README's table from the CSV")
+    args = parser.parse_args(argv)
+    known = list(load_config()["profiles"]["class"])
+    unknown = [p for p in args.pages if p not in known]
+    if unknown:
+        parser.error(f"unknown page(s) {unknown}; the class profile has: {', '.join(known)}")
+    rows = []
+    for name in args.pages or known:
+        row = {**time_page(name), **machine()}
+        print(f"{name}: {row['seconds'] / 60:.1f} min" + ("" if row["ran"] else f" (failed: {row['message']})"),
+              flush=True)
+        rows.append(row)
+    times = pd.DataFrame(rows)
+    if args.output.is_file() and args.pages:  # a partial re-measurement replaces only its own rows
+        kept = pd.read_csv(args.output)
+        times = pd.concat([kept[~kept["page"].isin(times["page"])], times], ignore_index=True)
+        times = times.set_index("page").loc[[p for p in known if p in set(times["page"])]].reset_index()
+    write_csv_atomic(times, args.output, index=False)
+    if args.readme:
+        update_readme(times)
+    return 0 if times["ran"].all() else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
