@@ -111,9 +111,15 @@ def test_smoke_run(name, tmp_path, monkeypatch, request):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # inherited by the notebook's kernel: one thread, same sums
     monkeypatch.setenv("MKL_NUM_THREADS", "1")
     monkeypatch.setenv("ACCELERATE_MIXED_PRECISION", "no")
+    # pooled vectors cached in this run's own folder: readouts of one encoder ([CLS], mean, whitening) encode each
+    # sentence once instead of once each; the vectors are those computed (float32 stored exactly), so the numbers
+    # are those of an uncached run, and nothing from an earlier run (or an older library) is ever read
+    monkeypatch.setenv("BERTSENT_EMBEDDINGS_CACHE", str(tmp_path / "embeddings"))
     source = REPO_ROOT / load_config()["notebooks"][name]["source"]
     declared = book.notebook_parameters(source)
     overrides = {key: str(tmp_path / key) for key in ("runs_dir", "run_dir") if key in declared}
+    if "cache_embeddings" in declared:
+        overrides["cache_embeddings"] = True
     executed = run_notebook(name, "smoke", overrides, output=tmp_path / f"{name}.ipynb",
                             results_dir=tmp_path / "results", log=lambda *_: None)
     notebook = nbformat.read(executed, as_version=4)

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from tqdm import tqdm  # plain text bars: no widget dependency in notebooks
 
-from ..paths import CACHE_DIR
+from ..paths import EMBEDDINGS_CACHE_DIR
 from ..report.io import atomic_savez
 from .causal_pooling import pool_all_layers_causal, prompt_token_ids
 from .pooling import POOLINGS, pool_all_layers
@@ -79,7 +79,7 @@ class Encoder:
         self.backbone = backbone
         self.batch_size = batch_size
         self.max_length = max_length
-        self.cache_dir = (CACHE_DIR / "embeddings") if cache is True else (Path(cache) if cache else None)
+        self.cache_dir = EMBEDDINGS_CACHE_DIR if cache is True else (Path(cache) if cache else None)
         self.show_progress = show_progress
         self.min_bucket = min_bucket
 
