@@ -38,7 +38,9 @@ def machine() -> dict:
     import torch
 
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True)
-    return {"cores": os.cpu_count(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+    return {"cores": os.cpu_count(), "threads": torch.get_num_threads(),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "load_average": round(os.getloadavg()[0], 2),  # other work on the machine when the page started
             "commit": commit.stdout.strip(), "date": datetime.date.today().isoformat()}
 
 
@@ -62,7 +64,9 @@ def readme_table(times: pd.DataFrame) -> str:
     first = times.iloc[0]
     rows.append("")
     rows.append(f"Measured by `benchmarks/class_profile_times.py` on {first['cores']} cores "
-                f"({first['cpu_capability']}), commit {first['commit']}, {first['date']}; "
+                f"({first['cpu_capability']}, {first['threads']} PyTorch thread(s), load average "
+                f"{times['load_average'].min():.1f}-{times['load_average'].max():.1f} when the pages started), "
+                f"commit {first['commit']}, {first['date']}; "
                 f"longest page {times['seconds'].max() / 60:.1f} min, all pages {times['seconds'].sum() / 60:.0f} min.")
     return "\n".join(rows)
 
@@ -88,7 +92,8 @@ def main(argv=None) -> int:
         parser.error(f"unknown page(s) {unknown}; the class profile has: {', '.join(known)}")
     rows = []
     for name in args.pages or known:
-        row = {**time_page(name), **machine()}
+        before = machine()
+        row = {**time_page(name), **before}
         print(f"{name}: {row['seconds'] / 60:.1f} min" + ("" if row["ran"] else f" (failed: {row['message']})"),
               flush=True)
         rows.append(row)

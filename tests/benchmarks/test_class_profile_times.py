@@ -26,14 +26,14 @@ def test_every_page_has_a_class_setting_that_the_runner_accepts():
 
 def times(seconds, ran=(True, True)):
     return pd.DataFrame({"page": ["a", "b"], "seconds": seconds, "ran": list(ran), "message": ["", ""],
-                         "cores": [2, 2], "cpu_capability": ["AVX2"] * 2, "commit": ["abc1234"] * 2,
+                         "cores": [2, 2], "threads": [1, 1], "load_average": [0.1, 1.2], "cpu_capability": ["AVX2"] * 2, "commit": ["abc1234"] * 2,
                          "date": ["2026-12-01"] * 2})
 
 
 def test_readme_table_says_which_pages_exceed_five_minutes(script):
     table = script.readme_table(times([120.0, 301.0], ran=(True, True)))
     assert "| a | 2.0 | yes |" in table and "| b | 5.0 | **no** |" in table
-    assert "longest page 5.0 min" in table and "2 cores (AVX2), commit abc1234" in table
+    assert "longest page 5.0 min" in table and "2 cores (AVX2, 1 PyTorch thread(s), load average 0.1-1.2" in table
     assert "| b | 0.1 | did not run |" in script.readme_table(times([120.0, 6.0], ran=(True, False)))
 
 
