@@ -109,3 +109,21 @@ def test_run_records_say_which_runs_and_whether_they_predate_the_rule(tmp_path, 
     assert "`a` (quick profile, finished 2026-11-30 01:11:37)" in text and "`b` (paper profile" in text
     assert "That page was executed before the current verdict rule" in text and "No run record for `c`" in text
     assert "predate" not in overview.provenance(records.iloc[[1]])
+
+
+def test_attention_pooling_claims_equal_the_pages_own_claims():
+    """Recomputed from the three pages' stored smoke outputs, each claims table matches the one its page wrote (to the
+    CSVs' four decimals: the overview reads rounded scores)."""
+    from pathlib import Path
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "smoke_results"
+    tables = overview.chapter_claims("attention-pooling", fixtures, per_page=True)
+    pages = {"attention_pooling/claims_ablation.csv": "attention_pooling_ablation",
+             "attention_pooling/claims_geometry.csv": "attention_pooling_layers",
+             "attention_pooling/claims_search.csv": "attention_pooling_search"}
+    assert set(tables) == set(pages)
+    for name, page in pages.items():
+        written = pd.read_csv(fixtures / page / name)
+        ours = tables[name].reset_index(drop=True)
+        assert list(ours["claim"]) == list(written["claim"]) and list(ours["verdict"]) == list(written["verdict"])
+        pd.testing.assert_series_equal(ours["our_effect"], written["our_effect"], atol=1e-3, check_names=False)

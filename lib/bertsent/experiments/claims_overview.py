@@ -132,10 +132,32 @@ def bert_claims(inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataFra
     return tables
 
 
+def attention_pooling_claims(inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataFrame]:
+    """The layer-wise attention pooling chapter's claims, each recomputed from the per-run scores its page wrote:
+    RQ1 and RQ4 from ``attention_pooling/ablation_scores.csv`` (page ``attention_pooling_ablation``), RQ2 from the
+    pooled rows of ``attention_pooling/geometry.csv`` (``attention_pooling_layers``), RQ3 from
+    ``attention_pooling/retrieval.csv`` (``attention_pooling_search``), with the pooler and baseline the pages
+    use by default."""
+    from .attention_pooling import geometry_claims as pooled_geometry_claims
+    from .attention_pooling import pooling_claims, rq4_claims, rq4_table, search_claims
+
+    scores = read_results("attention_pooling_ablation", "attention_pooling/ablation_scores.csv", inputs_dir, per_page)
+    rq1, rq4 = pooling_claims(scores, reported.layer_attention_stsb()), rq4_claims(rq4_table(scores))
+    geometry = read_results("attention_pooling_layers", "attention_pooling/geometry.csv", inputs_dir, per_page)
+    retrieval = read_results("attention_pooling_search", "attention_pooling/retrieval.csv", inputs_dir, per_page)
+    search = reported.layer_attention_search()
+    return {"attention_pooling/claims_ablation.csv": pd.concat([t for t in (rq1, rq4) if len(t)], ignore_index=True),
+            "attention_pooling/claims_geometry.csv": pooled_geometry_claims(geometry[geometry["readout"] == "pooled"]),
+            "attention_pooling/claims_search.csv": search_claims(
+                retrieval, float(search["layer_attention"] - search["baseline"]))}
+
+
 CHAPTERS = {
     "sg-opt": Chapter(sg_opt_claims, ("sg_opt_sts", "sg_opt_ablations", "sg_opt_domain")),
     "geometry": Chapter(geometry_claims_overview, ("isotropy",)),
     "bert": Chapter(bert_claims, ("bert_ablations",)),
+    "attention-pooling": Chapter(attention_pooling_claims, ("attention_pooling_ablation", "attention_pooling_layers",
+                                                            "attention_pooling_search")),
 }
 
 
