@@ -2,10 +2,11 @@
 
 Runs every page (or the named ones) as a student would, one after the other, each in its own process::
 
-    .venv/bin/python -m bertsent.book run NAME --profile class --force
+    .venv/bin/python -m bertsent.book run NAME --profile class --output SCRATCH
 
-(the runner writes to ``.cache/reruns/``, never to the book), times it from start to finish (kernel start, imports,
-loading the backbone, training and scoring), and writes one row per page to
+with empty caches (``BERTSENT_CACHE`` and ``BERTSENT_EMBEDDINGS_CACHE`` in a scratch folder: a student's first run),
+times it from start to finish (kernel start, imports, loading the backbone, tokenising, training and scoring), and
+writes one row per page to
 ``results/benchmarks/class_profile_times.csv``: seconds, whether it ran, the machine (cores, the CPU instruction
 set PyTorch uses) and the commit. ``--readme`` also rewrites the README's table between its two markers from
 that CSV, so the README shows what was measured and nothing typed.
@@ -19,6 +20,7 @@ import datetime
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -45,11 +47,16 @@ def machine() -> dict:
 
 
 def time_page(name: str) -> dict:
-    """One page re-run at the class profile, in a fresh process, timed end to end."""
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "bertsent.book", "run", name, "--profile", "class", "--force"],
-                          cwd=REPO_ROOT, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
+    """One page re-run at the class profile, in a fresh process, timed end to end as a first run: empty caches
+    (trained runs, pooled vectors, tokenised corpus) and a new output folder, so nothing of an earlier run is reused."""
+    with tempfile.TemporaryDirectory(prefix=f"class-{name}-") as scratch:
+        env = {**os.environ, "BERTSENT_CACHE": str(Path(scratch) / "cache"),
+               "BERTSENT_EMBEDDINGS_CACHE": str(Path(scratch) / "cache" / "embeddings")}
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "bertsent.book", "run", name, "--profile", "class",
+                               "--output", str(Path(scratch) / "output")], cwd=REPO_ROOT, env=env,
+                              capture_output=True, text=True)
+        seconds = time.perf_counter() - start
     last_line = (done.stdout.strip().splitlines() or [""])[-1] if done.returncode == 0 else \
         (done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or [""])[-1]
     return {"page": name, "seconds": round(seconds, 1), "ran": done.returncode == 0, "message": last_line[:300]}
