@@ -19,17 +19,17 @@ def executed_page():
     ])
 
 
-def test_tidy_tags_setup_code_and_drops_noise_but_not_sources():
+def test_tidy_hides_every_code_cell_but_show_input_and_drops_noise_but_not_sources():
     nb = executed_page()
     sources = [c.source for c in nb.cells]
     counts = tidy_notebook(nb)
     tags = [c.metadata.get("tags", []) for c in nb.cells]
     assert tags == [[], ["parameters", "remove-cell"], ["injected-parameters", "hide-input"], ["hide-input"],
-                    ["hide-input"], ["show-input"], []]
+                    ["hide-input"], ["show-input"], ["hide-input"]]
     assert [c.source for c in nb.cells] == sources
     assert nb.cells[3].outputs == [new_output("stream", name="stdout", text="wrote results/x.csv\nkept\n")]
     assert nb.cells[6].outputs[0]["data"] == {"text/plain": "<Figure>"}
-    assert counts == {"removed": 1, "hidden": 3, "outputs": 2}
+    assert counts == {"removed": 1, "hidden": 4, "outputs": 2}
     assert tidy_notebook(nb) == {"removed": 0, "hidden": 0, "outputs": 0}  # twice changes nothing
 
 

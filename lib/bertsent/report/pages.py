@@ -8,9 +8,9 @@ without re-executing them. It changes only
 
   * the notebook's own ``parameters`` cell gets ``remove-cell`` when papermill injected the values used
     (``injected-parameters``): one parameters cell on the page, not two;
-  * the injected parameters, cells that import, and cells that write prose (``Markdown(...)``) get
-    ``hide-input``: the code sits behind a toggle, the outputs stay. A cell tagged ``show-input`` in the source
-    keeps its code in view;
+  * every other code cell gets ``hide-input``: the code sits behind a toggle, the outputs (tables, figures, the
+    prose a cell writes) stay, so a page reads as results and text. A cell tagged ``show-input`` in the source keeps
+    its code in view (a page that teaches a call shows it that way);
 
 - outputs: stderr streams are dropped (warnings, progress bars, "Loading weights"), and so are progress-bar
   lines in stdout; every other output is kept as it is, byte for byte.
@@ -20,7 +20,6 @@ is not either. Applying it twice changes nothing the second time.
 """
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
 
@@ -28,30 +27,6 @@ REMOVE, HIDE, SHOW = "remove-cell", "hide-input", "show-input"
 # A progress-bar line (tqdm and the bars transformers draws): "Loading weights:  45%|####   | 35/78 [...]",
 # "12/78 [00:01<00:02, 25.1it/s]" and the like.
 PROGRESS_LINE = re.compile(r"\d+%\|.*\||\d+/\d+ \[[\d:?]+<[\d:?]+|it/s\]|s/it\]|^\s*Loading weights\b")
-
-
-def _imports(source: str) -> bool:
-    """Whether the cell has a top-level import (a set-up cell)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return False
-    return any(isinstance(node, (ast.Import, ast.ImportFrom)) for node in tree.body)
-
-
-def _writes_prose(source: str) -> bool:
-    """Whether the cell builds Markdown for the page (``Markdown(...)``)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return False
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            func = node.func
-            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-            if name == "Markdown":
-                return True
-    return False
 
 
 def _add_tag(cell, tag: str) -> bool:
@@ -110,8 +85,7 @@ def tidy_notebook(nb) -> dict[str, int]:
         source = "".join(source) if isinstance(source, list) else source
         if "parameters" in tags and injected:
             counts["removed"] += _add_tag(cell, REMOVE)
-        elif SHOW not in tags and ("parameters" in tags or "injected-parameters" in tags
-                                   or _imports(source) or _writes_prose(source)):
+        elif SHOW not in tags:
             counts["hidden"] += _add_tag(cell, HIDE)
         counts["outputs"] += tidy_outputs(cell)
     return counts
