@@ -58,7 +58,7 @@ def time_page(name: str) -> dict:
                               capture_output=True, text=True)
         seconds = time.perf_counter() - start
     last_line = (done.stdout.strip().splitlines() or [""])[-1] if done.returncode == 0 else \
-        (done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or [""])[-1]
+        (done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or [""])[-1]  # "NAME: done in ..."
     return {"page": name, "seconds": round(seconds, 1), "ran": done.returncode == 0, "message": last_line[:300]}
 
 
