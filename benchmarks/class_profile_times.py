@@ -73,7 +73,8 @@ def readme_table(times: pd.DataFrame) -> str:
     rows.append(f"Measured by `benchmarks/class_profile_times.py` on {first['cores']} cores "
                 f"({first['cpu_capability']}, {first['threads']} PyTorch thread(s), load average "
                 f"{times['load_average'].min():.1f}-{times['load_average'].max():.1f} when the pages started), "
-                f"commit {first['commit']}, {first['date']}; "
+                f"commit(s) {', '.join(dict.fromkeys(times['commit']))}, "
+                f"{', '.join(dict.fromkeys(times['date'].astype(str)))}; "
                 f"longest page {times['seconds'].max() / 60:.1f} min, all pages {times['seconds'].sum() / 60:.0f} min.")
     return "\n".join(rows)
 

@@ -81,8 +81,6 @@ def tidy_notebook(nb) -> dict[str, int]:
         if cell.get("cell_type") != "code":
             continue
         tags = cell.get("metadata", {}).get("tags", [])
-        source = cell.get("source", "")
-        source = "".join(source) if isinstance(source, list) else source
         if "parameters" in tags and injected:
             counts["removed"] += _add_tag(cell, REMOVE)
         elif SHOW not in tags:
