@@ -65,7 +65,34 @@ def test_main_claims_use_seed_noise_and_count_the_majority():
     assert rte.loc["acl > ce", "verdict"] == "reproduced" and math.isnan(rte.loc["acl > ce", "paper_effect"])
     cola = claims[claims["task"] == "CoLA"].set_index("claim")
     assert cola.loc["acl > ce", "verdict"] == "within noise"
-    assert acl.majority_count(claims) == {"tasks": 2, "beyond_noise": 1, "by_sign": 1}  # CoLA: 33 vs 33 is no win
+    assert acl.majority_count(claims) == {"tasks": 2, "beyond_noise": 1, "by_sign": 1,  # CoLA: 33 vs 33 is no win
+                                          "at_floor": 0}
+
+
+def _at_majority(runs: pd.DataFrame, floored: set) -> pd.DataFrame:
+    """``runs`` marked as mark_majority_class would: the (task, method) pairs in ``floored`` predict one class."""
+    return runs.assign(at_majority_class=[(t, m) in floored for t, m in zip(runs["task"], runs["method"])])
+
+
+def test_cells_and_claims_at_the_majority_class_are_marked_and_get_no_verdict():
+    # every RTE seed of CE and ACL predicts one class: identical scores, sd 0, a tolerance of 0
+    runs = _at_majority(_runs({("RTE", "ce"): [52.71] * 3, ("RTE", "acl"): [52.71, 52.71, 52.71],
+                               ("RTE", "ce_scl"): [50.0, 54.0, 58.0],
+                               ("CoLA", "ce"): [0.0, 0.0, 0.0], ("CoLA", "acl"): [0.0, 0.0, 1.5]}),
+                        {("RTE", "ce"), ("RTE", "acl"), ("CoLA", "ce")})
+    runs.loc[(runs["task"] == "CoLA") & (runs["method"] == "acl") & (runs["seed"] < 3), "at_majority_class"] = True
+    scores = acl.score_table(runs)
+    floor = scores.set_index(["task", "method"])["at_floor"]
+    assert floor[("RTE", "ce")] and floor[("RTE", "acl")] and not floor[("RTE", "ce_scl")]
+    assert not floor[("CoLA", "acl")]  # one seed of three left the floor
+    table = acl.main_table(scores)
+    assert table.loc["CE", "RTE accuracy"] == "52.71 ± 0.00 (majority class)"
+    assert table.loc["CE+SCL", "RTE accuracy"] == "54.00 ± 4.00"
+    claims = acl.main_claims(scores).set_index(["task", "claim"])
+    assert claims.loc[("RTE", "acl > ce"), "verdict"] == "at floor"
+    assert claims.loc[("RTE", "acl > ce_scl"), "verdict"] != "at floor"  # one side learned something
+    assert claims.loc[("CoLA", "acl > ce"), "verdict"] != "at floor"
+    assert acl.majority_count(claims.reset_index())["at_floor"] == 1
 
 
 def test_cost_table_ratio_to_ce():
@@ -102,6 +129,9 @@ def test_lambda_table_spread_and_claim():
     assert claim["our_effect"] == 9.0 and claim["range_with_grad"] == 1.0
     assert claim["tolerance"] == pytest.approx(Z * math.sqrt(4 * 2 / 2))  # four sides, sd^2 = 2 over 2 seeds each
     assert claim["verdict"] == "reproduced"
+    floored = acl.lambda_table(pd.DataFrame(rows).assign(at_majority_class=True))
+    assert floored["at_floor"].all() and not table["at_floor"].any()
+    assert acl.lambda_claim(floored).iloc[0]["verdict"] == "at floor"
 
 
 def test_lambda_claim_borrows_a_spread_for_one_seed():
@@ -137,6 +167,19 @@ def test_exit_table_gain_and_claims():
     first = claims[(claims["exit"] == 1) & (claims["claim"] == "acl_cl > joint")].iloc[0]
     assert first["our_effect"] == pytest.approx(6.0)
     assert first["tolerance"] == pytest.approx(Z * math.sqrt(0.5 / 2 + 0.5 / 2))  # sd sqrt(0.5) on each side
+
+
+def test_exits_at_the_majority_class_get_no_verdict():
+    exits = _exits()
+    floored = exits.assign(at_majority_class=exits["exit"] == 1)  # every mode's first exit predicts one class
+    table = acl.exit_table(floored)
+    assert table.set_index(["mode", "exit"]).loc[("joint", 1), "at_floor"]
+    assert not table.set_index(["mode", "exit"]).loc[("joint", 2), "at_floor"]
+    claims = acl.exit_claims(table)
+    assert set(claims.loc[claims["exit"] == 1, "verdict"]) == {"at floor"}
+    assert "at floor" not in set(claims.loc[claims["exit"] > 1, "verdict"])
+    assert acl.shallow_gain_claim(floored).iloc[0]["verdict"] == "reproduced"  # exits 2-4 learned
+    assert acl.shallow_gain_claim(exits.assign(at_majority_class=True)).iloc[0]["verdict"] == "at floor"
 
 
 def test_shallow_gain_claim_is_paired_within_seed():

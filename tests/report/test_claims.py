@@ -6,6 +6,7 @@ import pytest
 
 from bertsent.report.claims import (
     CLAIM_COLUMNS,
+    AT_FLOOR,
     DIRECTION_ONLY,
     NO_CLAIM,
     NOISE_NOT_MEASURED,
@@ -31,7 +32,8 @@ def verdict(ours, paper=None, noise=ONE_POINT, direction=1):
 
 
 def test_the_four_categories():
-    assert VERDICTS == ("reproduced", "direction only", "not reproduced", "within noise", "noise not measured")
+    assert VERDICTS == ("reproduced", "direction only", "not reproduced", "within noise", "noise not measured",
+                        "at floor")
     assert verdict(8.0, 10.0) == REPRODUCED          # beyond noise, 80% of the paper's
     assert verdict(2.0, 10.0) == DIRECTION_ONLY      # beyond noise, 20% of the paper's
     assert verdict(-2.0, 10.0) == NOT_REPRODUCED     # beyond noise, opposite sign
@@ -203,3 +205,14 @@ def test_verdict_box_is_empty_without_claims():
     from bertsent.report.claims import verdict_box
 
     assert verdict_box() == "" and verdict_box(pd.DataFrame(), []) == ""
+
+
+def test_two_sides_at_a_floor_get_no_verdict_whatever_their_numbers():
+    # every seed of both sides at the majority class: a spread of 0, so any difference would pass as beyond noise
+    degenerate = seed_noise(Side(0.0, 3), Side(0.0, 3))
+    assert degenerate.tolerance == 0.0
+    assert judge("a > b", 1.2, 2.0, degenerate)["verdict"] == REPRODUCED
+    row = judge("a > b", 1.2, 2.0, degenerate, floor="majority class")
+    assert row["verdict"] == AT_FLOOR
+    assert row["noise_source"].startswith("both sides at the majority class")
+    assert row["our_effect"] == 1.2 and row["tolerance"] == 0.0  # the numbers stay visible

@@ -14,7 +14,9 @@ Multi-exit modes (:data:`EXIT_MODES`): ``joint`` (every exit's CE), ``kd`` (+ lo
 
 Verdicts: one rule (:mod:`bertsent.report.claims`), with the seed noise of the compared means
 (:func:`bertsent.report.claims.seed_noise`). The paper gives directions, no numbers (see
-:mod:`bertsent.report.reported`), so every verdict is reproduced / not reproduced / within noise.
+:mod:`bertsent.report.reported`), so every verdict is reproduced / not reproduced / within noise, or *at floor*:
+a run that predicts one class for every dev example scores the majority-class accuracy (an MCC of 0 on CoLA), and
+where every seed of both compared methods does that (``at_floor``), their difference says nothing about the methods.
 """
 from __future__ import annotations
 
@@ -22,11 +24,14 @@ import time
 
 import numpy as np
 import pandas as pd
-from ..report.claims import Side, Spread, claims_table, judge, seed_noise
+from ..evaluation.glue import MAJORITY_LABEL, mark_majority_class
+from ..report.claims import AT_FLOOR, Side, Spread, claims_table, judge, seed_noise
 from ..training.aligned_contrastive import AclConfig, ContrastiveObjective, MultiExitConfig, MultiExitObjective
 from ..training.glue import TASK_METRICS, GlueConfig, _encode
 
-METHOD_VERSION = 1  # bump when the maths changes (here: the latency measurement of TimedMultiExitObjective)
+# bump when the maths changes (here: the latency measurement of TimedMultiExitObjective; 2: cells and claims at the
+# majority class are marked and get no verdict)
+METHOD_VERSION = 2
 
 METHODS = ("ce", "ce_scl", "acl_embed", "acl")
 METHOD_LABELS = {"ce": "CE", "ce_scl": "CE+SCL", "acl_embed": "ACL-Embed", "acl": "ACL (Embed+Grad)"}
@@ -76,7 +81,9 @@ def run_grid(model, tasks, methods, seeds, max_train_examples: dict | None = Non
     """Fine-tune (or reuse) every method x task x seed; returns (runs, angles).
 
     ``runs``: one row per fine-tuning (method, task, seed, weight, metric, score, accuracy / f1 / mcc, the
-    training and dev sizes, train_seconds and, for the contrastive methods, the angle summary of the run).
+    training and dev sizes, train_seconds, ``at_majority_class`` (the run predicts one class: see
+    :func:`~bertsent.evaluation.glue.mark_majority_class`) and, for the contrastive methods, the angle summary of
+    the run).
     ``angles``: one row per training step of the contrastive methods (method, task, seed, weight, step, angle,
     dropped). ``settings``: :class:`~bertsent.training.glue.GlueConfig` fields shared by every run.
     """
@@ -101,7 +108,8 @@ def run_grid(model, tasks, methods, seeds, max_train_examples: dict | None = Non
                             "angle": pd.to_numeric(steps["angle"], errors="coerce").to_numpy(),
                             "dropped": steps["dropped"].astype(str).str.lower().eq("true").to_numpy()}))
     columns = ["method", "task", "seed", "weight", "step", "angle", "dropped"]
-    return pd.DataFrame(rows), (pd.concat(angles, ignore_index=True) if angles else pd.DataFrame(columns=columns))
+    runs = mark_majority_class(pd.DataFrame(rows), data_dir) if rows else pd.DataFrame(rows)
+    return runs, (pd.concat(angles, ignore_index=True) if angles else pd.DataFrame(columns=columns))
 
 
 def lambda_grid(model, task: str, weights, seeds, methods=("acl_embed", "acl"), max_train_examples=None,
@@ -117,25 +125,36 @@ def _ordered(values, order) -> list:
     return [v for v in order if v in present] + [v for v in present if v not in order]
 
 
+def all_at_floor(rows: pd.DataFrame) -> bool:
+    """True when ``rows`` (runs or exits marked by :func:`~bertsent.evaluation.glue.mark_majority_class`) are all
+    at the majority class: every seed predicts one class."""
+    return bool(len(rows)) and "at_majority_class" in rows and bool(rows["at_majority_class"].astype(bool).all())
+
+
 def score_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Mean and standard deviation over seeds of every (task, metric, method): columns task, metric, method,
-    mean, sd (NaN with one seed), seeds. MRPC contributes two metrics (accuracy, then F1)."""
+    mean, sd (NaN with one seed), seeds, and ``at_floor`` (every seed at the majority class). MRPC contributes two
+    metrics (accuracy, then F1)."""
     rows = []
     for task in _ordered(runs["task"], list(TASK_METRICS)):
         metrics = TASK_METRICS[task][0]
         for metric in metrics:
             for method in _ordered(runs.loc[runs["task"] == task, "method"], METHODS):
-                values = runs.loc[(runs["task"] == task) & (runs["method"] == method), metric].astype(float).dropna()
+                chosen = runs[(runs["task"] == task) & (runs["method"] == method)]
+                values = chosen[metric].astype(float).dropna()
                 rows.append({"task": task, "metric": metric, "method": method, "mean": values.mean(),
-                             "sd": values.std(ddof=1) if len(values) > 1 else float("nan"), "seeds": len(values)})
-    return pd.DataFrame(rows, columns=["task", "metric", "method", "mean", "sd", "seeds"])
+                             "sd": values.std(ddof=1) if len(values) > 1 else float("nan"), "seeds": len(values),
+                             "at_floor": all_at_floor(chosen)})
+    return pd.DataFrame(rows, columns=["task", "metric", "method", "mean", "sd", "seeds", "at_floor"])
 
 
 def main_table(scores: pd.DataFrame, decimals: int = 2) -> pd.DataFrame:
-    """The paper's table shape: one row per method, one column per task metric, cells "mean ± sd"."""
+    """The paper's table shape: one row per method, one column per task metric, cells "mean ± sd", and
+    "(majority class)" after a cell whose every seed predicts one class."""
     scores = scores.assign(column=scores["task"] + " " + scores["metric"])
-    cell = scores.apply(lambda r: f"{r['mean']:.{decimals}f}" + ("" if pd.isna(r["sd"]) else
-                                                                 f" ± {r['sd']:.{decimals}f}"), axis=1)
+    cell = scores.apply(lambda r: f"{r['mean']:.{decimals}f}"
+                        + ("" if pd.isna(r["sd"]) else f" ± {r['sd']:.{decimals}f}")
+                        + (f" ({MAJORITY_LABEL})" if r.get("at_floor", False) else ""), axis=1)
     table = scores.assign(cell=cell).pivot(index="method", columns="column", values="cell")
     table = table.loc[_ordered(scores["method"], METHODS), list(dict.fromkeys(scores["column"]))]
     return table.rename(index=METHOD_LABELS).rename_axis(index="method", columns=None)
@@ -171,10 +190,13 @@ def angle_table(angles: pd.DataFrame, threshold: float = 90.0) -> pd.DataFrame:
 
 
 def lambda_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """Score against lambda: mean, sd and seeds per (method, weight); rows ordered by method then weight."""
-    table = (runs.groupby(["task", "method", "weight"], sort=False)["score"]
+    """Score against lambda: mean, sd and seeds per (method, weight), and ``at_floor`` (every seed at the majority
+    class); rows ordered by method then weight."""
+    grouped = runs.groupby(["task", "method", "weight"], sort=False)
+    table = (grouped["score"]
              .agg(mean="mean", sd=lambda s: s.std(ddof=1) if len(s) > 1 else float("nan"), seeds="count")
              .reset_index())
+    table["at_floor"] = [all_at_floor(group) for _, group in grouped]
     table["metric"] = table["task"].map(task_metric)
     return table.sort_values(["method", "weight"], key=lambda c: c.map(
         {m: i for i, m in enumerate(METHODS)}) if c.name == "method" else c).reset_index(drop=True)
@@ -194,56 +216,66 @@ def lambda_spread(table: pd.DataFrame) -> pd.DataFrame:
 
 # --- claims ----------------------------------------------------------------------------------------------------
 
-def _side(scores: pd.DataFrame, task: str, metric: str, method: str) -> tuple[float, Side]:
+def _side(scores: pd.DataFrame, task: str, metric: str, method: str) -> tuple[float, Side, bool]:
     row = scores[(scores["task"] == task) & (scores["metric"] == metric) & (scores["method"] == method)].iloc[0]
-    return float(row["mean"]), Side(0.0 if pd.isna(row["sd"]) else float(row["sd"]), int(row["seeds"]))
+    return (float(row["mean"]), Side(0.0 if pd.isna(row["sd"]) else float(row["sd"]), int(row["seeds"])),
+            bool(row.get("at_floor", False)))
+
+
+def _floor(*at_floor: bool) -> str | None:
+    """The floor for :func:`~bertsent.report.claims.judge`: the majority class when every side sits at it."""
+    return MAJORITY_LABEL if at_floor and all(at_floor) else None
 
 
 def main_claims(scores: pd.DataFrame, better: str = "acl", against=("ce", "ce_scl"),
                 reference: Spread | None = None) -> pd.DataFrame:
     """For every task (its selection metric) and every method in ``against``: the claim "``better`` scores above
     it", our difference of means over seeds against the seed noise of the two means. The paper gives a direction
-    (no table values could be recovered), so ``paper_effect`` is blank."""
+    (no table values could be recovered), so ``paper_effect`` is blank. Where both methods sit at the majority class
+    on every seed the verdict is *at floor*."""
     rows = []
     for task in list(dict.fromkeys(scores["task"])):
         metric = task_metric(task)
         present = set(scores.loc[scores["task"] == task, "method"])
         if better not in present:
             continue
-        ours, side = _side(scores, task, metric, better)
+        ours, side, floored = _side(scores, task, metric, better)
         for other in against:
             if other not in present:
                 continue
-            theirs, other_side = _side(scores, task, metric, other)
+            theirs, other_side, other_floored = _side(scores, task, metric, other)
             noise = seed_noise(side, other_side, reference=reference)
-            rows.append(judge(f"{better} > {other}", ours - theirs, None, noise, task=task, metric=metric,
-                              score=ours, compared_with=theirs))
+            rows.append(judge(f"{better} > {other}", ours - theirs, None, noise, floor=_floor(floored, other_floored),
+                              task=task, metric=metric, score=ours, compared_with=theirs))
     return claims_table(rows)
 
 
 def majority_count(claims: pd.DataFrame, better: str = "acl", against=("ce", "ce_scl")) -> dict:
     """How many tasks ``better`` beats every method of ``against`` on: beyond the noise (verdict reproduced on
-    every comparison of the task) and by the sign alone; and the number of tasks."""
+    every comparison of the task) and by the sign alone; the number of tasks; and ``at_floor``, the tasks where a
+    comparison has both methods at the majority class (no evidence either way)."""
     tasks = list(dict.fromkeys(claims["task"]))
     wanted = {f"{better} > {o}" for o in against}
-    beyond = sign = 0
+    beyond = sign = floored = 0
     for task in tasks:
         rows = claims[(claims["task"] == task) & claims["claim"].isin(wanted)]
+        floored += int((rows["verdict"] == AT_FLOOR).any())
         if len(rows) < len(wanted):
             continue
         beyond += int((rows["verdict"] == "reproduced").all())
         sign += int((rows["our_effect"] > 0).all())
-    return {"tasks": len(tasks), "beyond_noise": beyond, "by_sign": sign}
+    return {"tasks": len(tasks), "beyond_noise": beyond, "by_sign": sign, "at_floor": floored}
 
 
 def lambda_claim(table: pd.DataFrame, gated: str = "acl", ungated: str = "acl_embed",
                  reference: Spread | None = None) -> pd.DataFrame:
     """The claim "ACL-Grad makes the score less sensitive to lambda": ours = the range of the mean score across
     lambdas without the gate minus the range with it (positive: the gate flattens the curve). Each range is a
-    difference of two means, so the noise has four sides (the best and worst lambda of each method)."""
+    difference of two means, so the noise has four sides (the best and worst lambda of each method); *at floor*
+    when all four sit at the majority class."""
     rows = []
     for task, group in table.groupby("task", sort=False):
-        sides, ranges = [], {}
+        sides, ranges, floors = [], {}, []
         for method in (ungated, gated):
             part = group[group["method"] == method]
             if len(part) < 2:
@@ -251,11 +283,12 @@ def lambda_claim(table: pd.DataFrame, gated: str = "acl", ungated: str = "acl_em
             best, worst = part.loc[part["mean"].idxmax()], part.loc[part["mean"].idxmin()]
             ranges[method] = best["mean"] - worst["mean"]
             sides += [Side(0.0 if pd.isna(r["sd"]) else float(r["sd"]), int(r["seeds"])) for r in (best, worst)]
+            floors += [bool(r.get("at_floor", False)) for r in (best, worst)]
         if len(ranges) < 2:
             continue
         noise = seed_noise(*sides, reference=reference)
         rows.append(judge(f"range over lambda: {ungated} > {gated}", ranges[ungated] - ranges[gated], None, noise,
-                          task=task, metric=task_metric(task), range_without_grad=ranges[ungated],
+                          floor=_floor(*floors), task=task, metric=task_metric(task), range_without_grad=ranges[ungated],
                           range_with_grad=ranges[gated]))
     return claims_table(rows)
 
@@ -305,7 +338,8 @@ def exit_grid(model, tasks, modes, seeds, max_train_examples: dict | None = None
               results_dir=None, **settings) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Fine-tune (or reuse) a multi-exit model per mode x task x seed; returns (exits, curve).
 
-    ``exits``: one row per exit (mode, task, seed, exit (1-based), metric, score, accuracy / f1 / mcc);
+    ``exits``: one row per exit (mode, task, seed, exit (1-based), metric, score, accuracy / f1 / mcc, dev_examples,
+    at_majority_class);
     ``curve``: one row per early-exit threshold (mode, task, seed, threshold, mean_layers and the task metric on
     the whole dev set; mean_layers_timed and seconds_per_example on the timed examples)."""
     from .runs import glue_run
@@ -322,7 +356,7 @@ def exit_grid(model, tasks, modes, seeds, max_train_examples: dict | None = None
                                   results_dir, objective).train()["result"]
                 for index, scores in enumerate(result["exit_metrics"], start=1):
                     exits.append({"mode": mode, "task": task, "seed": int(seed), "exit": index, "metric": metric,
-                                  "score": scores[metric], **scores})
+                                  "score": scores[metric], **scores, "dev_examples": result.get("dev_examples")})
                 timed = {row["threshold"]: row for row in result.get("exit_latency", [])}
                 for point in result["exit_curve"]:
                     extra = timed.get(point["threshold"], {})
@@ -330,14 +364,18 @@ def exit_grid(model, tasks, modes, seeds, max_train_examples: dict | None = None
                                    "mean_layers": point["mean_layers"], "metric": metric, "score": point[metric],
                                    "mean_layers_timed": extra.get("mean_layers_timed"),
                                    "seconds_per_example": extra.get("seconds_per_example")})
-    return pd.DataFrame(exits), pd.DataFrame(curves)
+    exits = mark_majority_class(pd.DataFrame(exits), data_dir) if exits else pd.DataFrame(exits)
+    return exits, pd.DataFrame(curves)
 
 
 def exit_table(exits: pd.DataFrame) -> pd.DataFrame:
-    """Per (task, mode, exit): mean and sd over seeds of the task metric, and the gain over joint CE's mean."""
-    table = (exits.groupby(["task", "mode", "exit"], sort=False)["score"]
+    """Per (task, mode, exit): mean and sd over seeds of the task metric, ``at_floor`` (every seed at the majority
+    class) and the gain over joint CE's mean."""
+    grouped = exits.groupby(["task", "mode", "exit"], sort=False)
+    table = (grouped["score"]
              .agg(mean="mean", sd=lambda s: s.std(ddof=1) if len(s) > 1 else float("nan"), seeds="count")
              .reset_index())
+    table["at_floor"] = [all_at_floor(group) for _, group in grouped]
     joint = table[table["mode"] == "joint"].set_index(["task", "exit"])["mean"]
     table["gain_over_joint"] = [row["mean"] - joint.get((row["task"], row["exit"]), float("nan"))
                                 for _, row in table.iterrows()]
@@ -360,7 +398,8 @@ def shallow_gain_claim(exits: pd.DataFrame, mode: str = "acl_cl", baseline: str 
     """The claim "shallow exits gain more from ACL-CL than deep ones": per task, the gain of ``mode`` over
     ``baseline`` averaged over the shallow half of the exits minus that over the deep half (the last exit
     included). Per seed, each mode's shallow-minus-deep difference is one number, so the noise is the seed
-    noise of the difference of the two modes' means of it."""
+    noise of the difference of the two modes' means of it; *at floor* when every exit of both modes sits at the
+    majority class."""
     rows = []
     for task, group in exits.groupby("task", sort=False):
         count = int(group["exit"].max())
@@ -380,8 +419,9 @@ def shallow_gain_claim(exits: pd.DataFrame, mode: str = "acl_cl", baseline: str 
         a, b = per_seed[mode], per_seed[baseline]
         noise = seed_noise(Side(float(a.std(ddof=1)) if len(a) > 1 else 0.0, len(a)),
                            Side(float(b.std(ddof=1)) if len(b) > 1 else 0.0, len(b)))
+        both = group[group["mode"].isin([mode, baseline])]
         rows.append(judge(f"gain of {mode} over {baseline}: shallow half > deep half", a.mean() - b.mean(), None,
-                          noise, task=task, metric=task_metric(task), exits=count))
+                          noise, floor=_floor(all_at_floor(both)), task=task, metric=task_metric(task), exits=count))
     return claims_table(rows)
 
 
@@ -398,7 +438,8 @@ def exit_claims(table: pd.DataFrame, mode: str = "acl_cl", against=("joint", "kd
             a, b = modes.loc[mode], modes.loc[other]
             noise = seed_noise(Side(0.0 if pd.isna(a["sd"]) else a["sd"], int(a["seeds"])),
                                Side(0.0 if pd.isna(b["sd"]) else b["sd"], int(b["seeds"])))
-            rows.append(judge(f"{mode} > {other}", a["mean"] - b["mean"], None, noise, task=task,
+            rows.append(judge(f"{mode} > {other}", a["mean"] - b["mean"], None, noise,
+                              floor=_floor(bool(a.get("at_floor", False)), bool(b.get("at_floor", False))), task=task,
                               exit=int(exit_), metric=task_metric(task)))
     return claims_table(rows)
 
@@ -435,7 +476,7 @@ def with_reference(scores: pd.DataFrame, method: str = "acl") -> Spread | None:
                   f"{method}'s mean sd over {len(part)} task metrics of the main table")
 
 
-__all__ = ["METHODS", "EXIT_MODES", "MISSING_TASKS", "acl_config", "run_grid", "lambda_grid", "score_table",
+__all__ = ["METHODS", "EXIT_MODES", "MISSING_TASKS", "acl_config", "run_grid", "lambda_grid", "all_at_floor", "score_table",
            "main_table", "cost_table", "angle_table", "lambda_table", "lambda_spread", "main_claims",
            "majority_count", "lambda_claim", "TimedMultiExitObjective", "exit_grid", "exit_table",
            "exit_curve_table", "shallow_gain_claim", "exit_claims", "missing_tasks_sentence", "angle_sentence",

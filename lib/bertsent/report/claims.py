@@ -13,7 +13,11 @@ paper's and ``ratio = ours / paper``:
 * ``not reproduced``: beyond the noise, with the opposite sign from the paper's;
 * ``reproduced``: beyond the noise, with the paper's sign, and at least half the paper's effect (``ratio >= 0.5``);
 * ``direction only``: beyond the noise, with the paper's sign, but less than half the paper's effect;
-* ``noise not measured``: no tolerance could be measured (one seed and no spread to borrow): no verdict.
+* ``noise not measured``: no tolerance could be measured (one seed and no spread to borrow): no verdict;
+* ``at floor``: both compared results sit at a trivial floor (a classifier that predicts one class for every
+  example: the majority-class accuracy, an MCC of 0). Their difference measures no learning, and a side whose seeds
+  all sit at the floor has a spread of zero that is degeneracy, not precision: no verdict, whatever the numbers.
+  The caller says which floor (``floor`` of :func:`judge`).
 
 Where the paper gives a direction but no number (a claim "A > B" with no effect size), the ratio is blank and the
 verdict comes from the sign alone, still weighed against the noise: ``reproduced`` (beyond the noise, the paper's
@@ -66,7 +70,8 @@ DIRECTION_ONLY = "direction only"
 NOT_REPRODUCED = "not reproduced"
 WITHIN_NOISE = "within noise"
 NOISE_NOT_MEASURED = "noise not measured"
-VERDICTS = (REPRODUCED, DIRECTION_ONLY, NOT_REPRODUCED, WITHIN_NOISE, NOISE_NOT_MEASURED)
+AT_FLOOR = "at floor"
+VERDICTS = (REPRODUCED, DIRECTION_ONLY, NOT_REPRODUCED, WITHIN_NOISE, NOISE_NOT_MEASURED, AT_FLOOR)
 # The verdict of a row the paper makes no claim about (no row of its own in the paper's table).
 NO_CLAIM = "-"
 
@@ -174,13 +179,15 @@ def _verdict(ours: float, paper: float | None, direction: int, tolerance: float)
 
 
 def judge(claim: str, ours: float, paper: float | None = None, noise: Noise | None = None, direction: int = 1,
-          **context) -> dict:
+          floor: str | None = None, **context) -> dict:
     """One claim's row: our effect beside the paper's, their ratio, the tolerance and its source, and the verdict.
 
     ``ours``: our effect, oriented as the paper's (for "A > B", our A - B). ``paper``: the paper's effect; None (or
     NaN) where the paper gives only a direction, which ``direction`` then gives (+1: the paper says ``ours`` should be
     positive, -1: negative). ``noise``: from :func:`seed_noise` or :func:`dev_set_noise`. ``context``: columns that
-    say where the claim was tested (backbone, train_data, task, ...), placed after ``claim``.
+    say where the claim was tested (backbone, train_data, task, ...), placed after ``claim``. ``floor``: where
+    both sides sit at a trivial floor, which one (e.g. "majority class"): the verdict is then :data:`AT_FLOOR` and
+    ``noise_source`` names the floor.
 
     >>> row = judge("big > small", ours=15.0, noise=dev_set_noise(277, 62.5), task="RTE")
     >>> row["verdict"], row["ratio"]
@@ -203,8 +210,9 @@ def judge(claim: str, ours: float, paper: float | None = None, noise: Noise | No
     return {"claim": claim, **context,
             "paper_effect": float("nan") if paper is None else float(paper), "our_effect": float(ours),
             "ratio": float("nan") if paper is None else ours / paper,
-            "tolerance": noise.tolerance, "seeds": noise.seeds, "noise_source": noise.source,
-            "verdict": _verdict(ours, paper, direction, noise.tolerance)}
+            "tolerance": noise.tolerance, "seeds": noise.seeds,
+            "noise_source": noise.source if floor is None else f"both sides at the {floor}; {noise.source}",
+            "verdict": AT_FLOOR if floor is not None else _verdict(ours, paper, direction, noise.tolerance)}
 
 
 def claims_table(claims: Iterable[Mapping]) -> pd.DataFrame:
