@@ -313,20 +313,26 @@ def pretraining_run(run_dir, config, corpus_dir=None, results_dir=None, cache_di
     if not run.stored.exists:
         result = pretrain(run_dir, config, corpus_dir=corpus_dir, cache_dir=cache_dir, show_progress=False)
         summary = json.loads((Path(run_dir) / "train.json").read_text(encoding="utf-8"))
-        history = pd.DataFrame(result.history)
-        # the masked LM is judged at [MASK] positions only (the pooled accuracy counts copied inputs)
-        dev = ("heldout_ltr_accuracy" if config.objective == "ltr" else
-               "heldout_mlm_mask_accuracy" if "heldout_mlm_mask_accuracy" in history else "heldout_mlm_accuracy")
-        train = {**summary, "identity": pretraining_identity(config),
-                 "method_versions": path_versions(PRETRAINING_PATH)["modules"],
-                 "selection": "none: the final model is kept", "best_step": summary["steps"], "dev_metric": dev,
-                 "best_dev": history[dev].iloc[-1], "dev_step0": history.loc[history["step"] == 0, dev].iloc[0],
-                 "summary": {"size": config.size, "objective": config.objective, "steps": summary["steps"],
-                             "tokens": summary["tokens"], "dev_metric": dev, "dev_step0": None, "best_dev": None,
-                             "seconds": round(summary["seconds"], 1), "threads": summary["torch_threads"]}}
-        train["summary"].update(dev_step0=train["dev_step0"], best_dev=train["best_dev"])
-        run.stored.record(json.loads(json.dumps(train, default=float)), history)
+        record_pretraining(run.stored, config, summary, pd.DataFrame(result.history))
     return run
+
+
+def record_pretraining(stored: StoredRun, config, summary: dict, history: pd.DataFrame) -> None:
+    """Commit a finished pre-training's results: its run folder's ``summary`` (``train.json``) and evaluation
+    ``history``, with its identity and the held-out metric that judges it (also for a run trained on another
+    machine and brought here: ``scripts/gpu_pretraining.py``)."""
+    # the masked LM is judged at [MASK] positions only (the pooled accuracy counts copied inputs)
+    dev = ("heldout_ltr_accuracy" if config.objective == "ltr" else
+           "heldout_mlm_mask_accuracy" if "heldout_mlm_mask_accuracy" in history else "heldout_mlm_accuracy")
+    train = {**summary, "identity": pretraining_identity(config),
+             "method_versions": path_versions(PRETRAINING_PATH)["modules"],
+             "selection": "none: the final model is kept", "best_step": summary["steps"], "dev_metric": dev,
+             "best_dev": history[dev].iloc[-1], "dev_step0": history.loc[history["step"] == 0, dev].iloc[0],
+             "summary": {"size": config.size, "objective": config.objective, "steps": summary["steps"],
+                         "tokens": summary["tokens"], "dev_metric": dev, "dev_step0": None, "best_dev": None,
+                         "seconds": round(summary["seconds"], 1), "threads": summary["torch_threads"]}}
+    train["summary"].update(dev_step0=train["dev_step0"], best_dev=train["best_dev"])
+    stored.record(json.loads(json.dumps(train, default=float)), history)
 
 
 def untrained_model(size: str, path, seed: int = 0) -> ModelSource:

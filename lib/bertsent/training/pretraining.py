@@ -88,15 +88,18 @@ class PretrainingConfig:
 # the steps on pairs of at most 64 tokens (about 2,000 tokens a step), the last 10% at 128, so every position the
 # fine-tuning pages use is trained: 6,000 steps, about 13M tokens, about 85 minutes of 2 idle cores in float32 (bf16
 # autocast is several times slower than float32 on CPUs without AVX-512 BF16, such as this project's AVX2 machines);
-# three of the six corpus files (57M tokens, so no pair is seen twice); `gpu` for one large GPU (bf16) within ten minutes.
+# three of the six corpus files (57M tokens, so no pair is seen twice); `gpu` for one large GPU (bf16) within one
+# ten-minute command (scripts/gpu_pretraining.py: it measures the step time first and sets max_steps to what fits):
+# the book's size (mini), batch 256, one corpus file (enwiki-2018, about 14M tokens, the one small enough to travel
+# with the repository), so a long run sees each pair many times (as the BabyLM baselines do).
 PROFILES = {
     "smoke": dict(size="tiny", batch_size=8, max_steps=6, eval_every=3, eval_instances=32, max_length=64,
                   mixed_precision="no", corpus_files=("enwiki-2018.txt.xz",)),
     "cpu": dict(size="mini", batch_size=32, learning_rate=1e-3, dropout=0.0, max_steps=6000, eval_every=500,
                 eval_instances=1024, short_length=64, mixed_precision="no",
                 corpus_files=("enwiki-2018.txt.xz", "enwiki-2015-part0.txt.xz", "eltec-eng-novels.txt.xz")),
-    "gpu": dict(size="small", batch_size=256, learning_rate=1e-3, max_steps=12000, eval_every=500,
-                eval_instances=8192),
+    "gpu": dict(size="mini", batch_size=256, learning_rate=1e-3, max_steps=8000, eval_every=500,
+                eval_instances=8192, corpus_files=("enwiki-2018.txt.xz",)),
 }
 
 
