@@ -67,9 +67,24 @@ def trained_scores(backbone: str, train_data: str, config: SelfGuidedConfig, dat
 
 def trained_pairs(trained_runs: dict[str, list], backbone: str, methods: list[str],
                   train_data: list[str]) -> list:
-    """The (method, train_data) pairs to train on ``backbone``: its own list in ``trained_runs`` when it has one,
+    """The (method, train_data) pairs to train on ``backbone``: its own list in ``trained_runs`` when it has one
+    (an entry's optional third element, its seeds, is left out here: see :func:`trained_runs_with_seeds`),
     otherwise every method of ``methods`` on every set of ``train_data`` (method by method)."""
-    return trained_runs.get(backbone, [(method, data) for method in methods for data in train_data])
+    return [entry[:2] for entry in trained_runs.get(backbone, [(method, data) for method in methods
+                                                               for data in train_data])]
+
+
+def trained_runs_with_seeds(trained_runs: dict[str, list], backbone: str, methods: list[str], train_data: list[str],
+                            seeds: list[int]) -> list[tuple[str, str, list[int]]]:
+    """The runs to train on ``backbone`` as (method, train_data, seeds): the pairs of :func:`trained_pairs`, each
+    with its own seeds where its ``trained_runs`` entry has a third element (e.g. ``[sg_opt, stsb_train, [42, 43,
+    44]]``: three seeds of the claim that needs the noise, one of the others), else ``seeds``.
+
+    >>> trained_runs_with_seeds({"m": [["sg_opt", "a", [1, 2]], ["sg", "a"]]}, "m", [], [], [7])
+    [('sg_opt', 'a', [1, 2]), ('sg', 'a', [7])]
+    """
+    entries = trained_runs.get(backbone, [(method, data) for method in methods for data in train_data])
+    return [(entry[0], entry[1], list(entry[2]) if len(entry) > 2 else list(seeds)) for entry in entries]
 
 
 def labelled_scores(scores: pd.DataFrame, backbone: str, method: str, train_data: str = "-",
