@@ -442,3 +442,16 @@ def test_smoke_fixtures_are_chosen_by_the_cpu_instruction_set(monkeypatch):
     # every notebook has fixtures on both instruction sets the project's machines have had
     for folder in (SMOKE_FIXTURES, SMOKE_FIXTURES_BY_CPU / "AVX2"):
         assert sorted(p.name for p in folder.iterdir() if p.is_dir()) == sorted(load_config()["notebooks"])
+
+
+def test_a_learning_rate_may_be_given_per_task():
+    from bertsent.book import ParameterError, check_parameter, resolve_parameters
+
+    check_parameter("acl_glue", "learning_rate", {"CoLA": 1e-4, "SST-2": 5e-5}, 5e-5)
+    check_parameter("acl_glue", "epochs", {"RTE": 3}, 1)
+    with pytest.raises(ParameterError, match="'learning_rate' of acl_glue: expected a number per task, got the "
+                                             "string 'fast' for CoLA"):
+        check_parameter("acl_glue", "learning_rate", {"CoLA": "fast"}, 5e-5)
+    with pytest.raises(ParameterError, match="'max_length' of acl_glue"):
+        check_parameter("acl_glue", "max_length", {"CoLA": 64}, 128)  # not a per-task parameter
+    assert resolve_parameters("acl_glue", "quick")["learning_rate"]["CoLA"] == 1e-4

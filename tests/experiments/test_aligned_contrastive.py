@@ -212,3 +212,15 @@ def test_with_reference_lends_the_mean_sd():
     spread = acl.with_reference(scores)
     assert spread.sd == 2.0 and spread.seeds == 3
     assert acl.with_reference(scores.assign(sd=np.nan)) is None
+
+
+def test_settings_per_task():
+    config = acl.glue_config("CoLA", 2, {"SST-2": 4000}, learning_rate={"CoLA": 1e-4, "SST-2": 5e-5}, epochs=1)
+    assert (config.learning_rate, config.epochs, config.seed, config.max_train_examples) == (1e-4, 1, 2, None)
+    assert acl.glue_config("SST-2", 1, {"SST-2": 4000}, learning_rate={"SST-2": 5e-5}).max_train_examples == 4000
+    with pytest.raises(ValueError, match="No value for RTE"):
+        acl.glue_config("RTE", 1, learning_rate={"CoLA": 1e-4})
+    sentence = acl.recipe_sentence("m", [1, 2], ["SST-2", "CoLA"], 1, {"SST-2": 5e-5, "CoLA": 1e-4}, 32, 128,
+                                   {"SST-2": 4000})
+    assert "learning rate: SST-2 5e-05, CoLA 0.0001" in sentence and "epochs: 1;" in sentence
+    assert "SST-2 4,000 (seeded subsamples), the others all" in sentence

@@ -59,9 +59,37 @@ def task_metric(task: str) -> str:
     return TASK_METRICS[task][1]
 
 
+def per_task(value, task: str):
+    """A setting that is either one value for every task or a dict task -> value (e.g. a learning rate per task)."""
+    if isinstance(value, dict):
+        if task not in value:
+            raise ValueError(f"No value for {task} in {value}: a per-task setting needs every task of the run.")
+        return value[task]
+    return value
+
+
 def glue_config(task: str, seed: int, max_train_examples: dict | None = None, **settings) -> GlueConfig:
-    """The fine-tuning recipe for one run: ``settings`` (GlueConfig fields), the task's training subsample."""
-    return GlueConfig(seed=int(seed), max_train_examples=(max_train_examples or {}).get(task), **settings)
+    """The fine-tuning recipe for one run: ``settings`` (GlueConfig fields; a field given as a dict task -> value
+    takes the task's value), the task's training subsample."""
+    chosen = {name: per_task(value, task) for name, value in settings.items()}
+    return GlueConfig(seed=int(seed), max_train_examples=(max_train_examples or {}).get(task), **chosen)
+
+
+def recipe_sentence(backbone: str, seeds, tasks, epochs, learning_rate, batch_size: int, max_length: int,
+                    max_train_examples: dict | None = None, max_dev_examples: int | None = None) -> str:
+    """The fine-tuning recipe of a page in one paragraph (per-task epochs and learning rates spelled out)."""
+    def spelled(value, unit=""):
+        if isinstance(value, dict):
+            return ", ".join(f"{task} {per_task(value, task):g}{unit}" for task in tasks)
+        return f"{value:g}{unit}"
+
+    subsample = ", ".join(f"{t} {max_train_examples[t]:,}" for t in tasks if (max_train_examples or {}).get(t))
+    return (f"Backbone `{backbone}`; {len(seeds)} seed(s) ({', '.join(map(str, seeds))}); epochs: {spelled(epochs)}; "
+            f"learning rate: {spelled(learning_rate)}; batch {batch_size}, max length {max_length}; training "
+            f"examples: {subsample + ' (seeded subsamples), the others all' if subsample else 'all'}. "
+            + missing_tasks_sentence(tasks)
+            + (f" Dev sets: a seeded subsample of at most {max_dev_examples:,} examples each (a smoke run: these "
+               "scores are not GLUE dev scores)." if max_dev_examples else ""))
 
 
 def _run_row(stored, method: str, task: str, seed: int, weight: float | None) -> dict:
@@ -476,7 +504,7 @@ def with_reference(scores: pd.DataFrame, method: str = "acl") -> Spread | None:
                   f"{method}'s mean sd over {len(part)} task metrics of the main table")
 
 
-__all__ = ["METHODS", "EXIT_MODES", "MISSING_TASKS", "acl_config", "run_grid", "lambda_grid", "all_at_floor", "score_table",
+__all__ = ["METHODS", "EXIT_MODES", "MISSING_TASKS", "acl_config", "per_task", "glue_config", "recipe_sentence", "run_grid", "lambda_grid", "all_at_floor", "score_table",
            "main_table", "cost_table", "angle_table", "lambda_table", "lambda_spread", "main_claims",
            "majority_count", "lambda_claim", "TimedMultiExitObjective", "exit_grid", "exit_table",
            "exit_curve_table", "shallow_gain_claim", "exit_claims", "missing_tasks_sentence", "angle_sentence",
