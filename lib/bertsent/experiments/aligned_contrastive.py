@@ -78,10 +78,10 @@ def glue_config(task: str, seed: int, max_train_examples: dict | None = None, **
 def recipe_sentence(backbone: str, seeds, tasks, epochs, learning_rate, batch_size: int, max_length: int,
                     max_train_examples: dict | None = None, max_dev_examples: int | None = None) -> str:
     """The fine-tuning recipe of a page in one paragraph (per-task epochs and learning rates spelled out)."""
-    def spelled(value, unit=""):
+    def spelled(value):
         if isinstance(value, dict):
-            return ", ".join(f"{task} {per_task(value, task):g}{unit}" for task in tasks)
-        return f"{value:g}{unit}"
+            return ", ".join(f"{task} {per_task(value, task):g}" for task in tasks)
+        return f"{value:g}"
 
     subsample = ", ".join(f"{t} {max_train_examples[t]:,}" for t in tasks if (max_train_examples or {}).get(t))
     return (f"Backbone `{backbone}`; {len(seeds)} seed(s) ({', '.join(map(str, seeds))}); epochs: {spelled(epochs)}; "
@@ -316,8 +316,8 @@ def lambda_claim(table: pd.DataFrame, gated: str = "acl", ungated: str = "acl_em
             continue
         noise = seed_noise(*sides, reference=reference)
         rows.append(judge(f"range over lambda: {ungated} > {gated}", ranges[ungated] - ranges[gated], None, noise,
-                          floor=_floor(*floors), task=task, metric=task_metric(task), range_without_grad=ranges[ungated],
-                          range_with_grad=ranges[gated]))
+                          floor=_floor(*floors), task=task, metric=task_metric(task),
+                          range_without_grad=ranges[ungated], range_with_grad=ranges[gated]))
     return claims_table(rows)
 
 
@@ -504,7 +504,8 @@ def with_reference(scores: pd.DataFrame, method: str = "acl") -> Spread | None:
                   f"{method}'s mean sd over {len(part)} task metrics of the main table")
 
 
-__all__ = ["METHODS", "EXIT_MODES", "MISSING_TASKS", "acl_config", "per_task", "glue_config", "recipe_sentence", "run_grid", "lambda_grid", "all_at_floor", "score_table",
+__all__ = ["METHODS", "EXIT_MODES", "MISSING_TASKS", "acl_config", "per_task", "glue_config", "recipe_sentence",
+           "run_grid", "lambda_grid", "all_at_floor", "score_table",
            "main_table", "cost_table", "angle_table", "lambda_table", "lambda_spread", "main_claims",
            "majority_count", "lambda_claim", "TimedMultiExitObjective", "exit_grid", "exit_table",
            "exit_curve_table", "shallow_gain_claim", "exit_claims", "missing_tasks_sentence", "angle_sentence",

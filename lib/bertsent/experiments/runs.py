@@ -320,7 +320,7 @@ def pretraining_run(run_dir, config, corpus_dir=None, results_dir=None, cache_di
 def record_pretraining(stored: StoredRun, config, summary: dict, history: pd.DataFrame) -> None:
     """Commit a finished pre-training's results: its run folder's ``summary`` (``train.json``) and evaluation
     ``history``, with its identity and the held-out metric that judges it (also for a run trained on another
-    machine and brought here: ``scripts/gpu_pretraining.py``)."""
+    machine and brought here: :mod:`bertsent.experiments.remote_pretraining`)."""
     # the masked LM is judged at [MASK] positions only (the pooled accuracy counts copied inputs)
     dev = ("heldout_ltr_accuracy" if config.objective == "ltr" else
            "heldout_mlm_mask_accuracy" if "heldout_mlm_mask_accuracy" in history else "heldout_mlm_accuracy")

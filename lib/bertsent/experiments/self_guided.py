@@ -70,8 +70,12 @@ def trained_pairs(trained_runs: dict[str, list], backbone: str, methods: list[st
     """The (method, train_data) pairs to train on ``backbone``: its own list in ``trained_runs`` when it has one
     (an entry's optional third element, its seeds, is left out here: see :func:`trained_runs_with_seeds`),
     otherwise every method of ``methods`` on every set of ``train_data`` (method by method)."""
-    return [entry[:2] for entry in trained_runs.get(backbone, [(method, data) for method in methods
-                                                               for data in train_data])]
+    return [entry[:2] for entry in _run_entries(trained_runs, backbone, methods, train_data)]
+
+
+def _run_entries(trained_runs: dict[str, list], backbone: str, methods: list[str], train_data: list[str]) -> list:
+    """``backbone``'s own entries in ``trained_runs``, else (method, data) for every method and set."""
+    return trained_runs.get(backbone, [(method, data) for method in methods for data in train_data])
 
 
 def trained_runs_with_seeds(trained_runs: dict[str, list], backbone: str, methods: list[str], train_data: list[str],
@@ -83,8 +87,8 @@ def trained_runs_with_seeds(trained_runs: dict[str, list], backbone: str, method
     >>> trained_runs_with_seeds({"m": [["sg_opt", "a", [1, 2]], ["sg", "a"]]}, "m", [], [], [7])
     [('sg_opt', 'a', [1, 2]), ('sg', 'a', [7])]
     """
-    entries = trained_runs.get(backbone, [(method, data) for method in methods for data in train_data])
-    return [(entry[0], entry[1], list(entry[2]) if len(entry) > 2 else list(seeds)) for entry in entries]
+    return [(entry[0], entry[1], list(entry[2]) if len(entry) > 2 else list(seeds))
+            for entry in _run_entries(trained_runs, backbone, methods, train_data)]
 
 
 def labelled_scores(scores: pd.DataFrame, backbone: str, method: str, train_data: str = "-",

@@ -89,9 +89,9 @@ class PretrainingConfig:
 # fine-tuning pages use is trained: 6,000 steps, about 13M tokens, about 85 minutes of 2 idle cores in float32 (bf16
 # autocast is several times slower than float32 on CPUs without AVX-512 BF16, such as this project's AVX2 machines);
 # three of the six corpus files (57M tokens, so no pair is seen twice); `gpu` for one large GPU (bf16) within one
-# ten-minute command (scripts/gpu_pretraining.py: it measures the step time first and sets max_steps to what fits):
-# the book's size (mini), batch 256, one corpus file (enwiki-2018, about 14M tokens, the one small enough to travel
-# with the repository), so a long run sees each pair many times (as the BabyLM baselines do).
+# ten-minute command (bertsent.experiments.remote_pretraining: it times the step first and sets max_steps to what
+# fits): the book's size (mini), batch 256, one corpus file (enwiki-2018, 12.1M word pieces, the one small enough
+# to travel with the repository), so a long run sees each pair many times (as the BabyLM baselines do).
 PROFILES = {
     "smoke": dict(size="tiny", batch_size=8, max_steps=6, eval_every=3, eval_instances=32, max_length=64,
                   mixed_precision="no", corpus_files=("enwiki-2018.txt.xz",)),
