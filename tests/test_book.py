@@ -413,6 +413,21 @@ def test_notebook_code_defines_nothing(name):
     assert not found, f"{source.relative_to(REPO_ROOT)} defines code; move it to lib/bertsent: {found}"
 
 
+
+@pytest.mark.parametrize("name", sorted(load_config()["notebooks"]))
+def test_a_page_that_writes_claims_ends_with_their_verdict_box(name):
+    """A page that judges claims (writes a ``*claims*.csv``) shows them in the one verdict box
+    (:func:`bertsent.report.claims.verdict_box`), after the last cell that writes them: the reader finds the
+    verdicts at the end of the page, not only in a table halfway down."""
+    cells = [c.source for c in nbformat.read(REPO_ROOT / load_config()["notebooks"][name]["source"], as_version=4).cells
+             if c.cell_type == "code"]
+    writes = [i for i, source in enumerate(cells) if "write_table(" in source and "claims" in source]
+    if not writes:
+        return
+    boxes = [i for i, source in enumerate(cells) if "verdict_box(" in source and not source.lstrip().startswith("from")]
+    assert boxes and boxes[-1] >= writes[-1], (f"{name} writes claims (code cell {writes[-1]}) but no verdict box "
+                                               f"follows them; end the page with verdict_box(...)")
+
 @pytest.mark.parametrize("failure", ["cell", "interrupt"])
 def test_a_failed_or_interrupted_run_ends_in_one_line_naming_the_partial_notebook(failure, tmp_path, monkeypatch,
                                                                                    capsys):
