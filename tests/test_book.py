@@ -186,6 +186,35 @@ def _first(cells, kind: str):
     return next(c for c in cells if c.cell_type == kind and c.source.strip() and "parameters" not in c.metadata.get("tags", []))
 
 
+def test_a_claims_page_is_stale_when_a_page_it_reads_is_rerun(tmp_path, monkeypatch):
+    """A claims page recomputes its verdicts from other pages' results (``reads:`` in profiles.yml): a re-run of one
+    of those with other inputs (its run record's fingerprint) changes the claims page's inputs and names why; a page
+    that reads nothing keeps the inputs it had."""
+    monkeypatch.setattr(book, "RUNS_DIR", tmp_path)
+    source = _notebook("sg_opt_claims")
+    (tmp_path / "sg_opt_sts.json").write_text(json.dumps({"fingerprint": "first"}))
+    before = book.page_inputs(source, {}, ("sg_opt_sts",))
+    assert book.page_inputs(source, {}, ("sg_opt_sts",)) == before
+    (tmp_path / "sg_opt_sts.json").write_text(json.dumps({"fingerprint": "second"}))
+    after = book.page_inputs(source, {}, ("sg_opt_sts",))
+    assert after["pages_read"] != before["pages_read"] and {k: after[k] for k in before if k != "pages_read"} == {
+        k: before[k] for k in before if k != "pages_read"}
+    assert book._stale_reason({"inputs": before}, after, {}) == "the pages it reads changed"
+    assert "pages_read" not in book.page_inputs(source, {})
+
+
+def test_claims_pages_read_exactly_their_chapters_pages():
+    from bertsent.experiments.claims_overview import CHAPTERS
+
+    config = load_config()
+    for name, entry in config["notebooks"].items():
+        chapter = book.notebook_parameters(REPO_ROOT / entry["source"]).get("chapter")
+        if chapter is not None:
+            assert tuple(entry.get("reads", ())) == CHAPTERS[chapter].pages, name
+        else:
+            assert "reads" not in entry, f"{name} reads other pages but is not a claims page"
+
+
 def test_fingerprint_follows_parameters_and_code_cells_only(tmp_path):
     source = _notebook("layer_pooling")
     base = run_fingerprint(source, {"a": 1})

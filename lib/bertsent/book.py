@@ -261,14 +261,27 @@ def library_files(notebook: Path) -> list[Path]:
     return sorted(set(reached_modules(notebook_modules(notebook)).values()))
 
 
-def page_inputs(source: Path, parameters: dict) -> dict:
+def page_inputs(source: Path, parameters: dict, reads: tuple[str, ...] = ()) -> dict:
     """What a page's results depend on, each as a digest: its ``code`` (:func:`code_digest`), its resolved
     ``parameters``, the data ``manifest`` (each file's path and sha256) and the ``methods``: the
-    ``METHOD_VERSION`` of every library module it reaches (:mod:`bertsent.versions`), not the modules' text."""
-    return {"code": code_digest(source),
-            "parameters": hashlib.sha256(json.dumps(parameters, sort_keys=True).encode()).hexdigest(),
-            "manifest": manifest_digest(),
-            "methods": versions_digest(method_versions(notebook_modules(source)))}
+    ``METHOD_VERSION`` of every library module it reaches (:mod:`bertsent.versions`), not the modules' text.
+    A page that reads other pages' results (``reads``: their names, ``reads:`` in profiles.yml; the claims pages)
+    also depends on ``pages_read``: the fingerprints of those pages' run records, so re-running one of them with
+    other inputs makes it out of date."""
+    inputs = {"code": code_digest(source),
+              "parameters": hashlib.sha256(json.dumps(parameters, sort_keys=True).encode()).hexdigest(),
+              "manifest": manifest_digest(),
+              "methods": versions_digest(method_versions(notebook_modules(source)))}
+    if reads:
+        inputs["pages_read"] = hashlib.sha256(json.dumps(
+            {page: recorded_fingerprint(page) for page in sorted(reads)}, sort_keys=True).encode()).hexdigest()
+    return inputs
+
+
+def recorded_fingerprint(name: str) -> str | None:
+    """The fingerprint in page ``name``'s committed run record (``results/runs/<name>.json``), None without one."""
+    path = RUNS_DIR / f"{name}.json"
+    return json.loads(path.read_text()).get("fingerprint") if path.is_file() else None
 
 
 def code_fingerprint(notebook: Path) -> str:
@@ -290,7 +303,7 @@ def _stale_reason(record: dict, inputs: dict, versions: dict) -> str:
     if not recorded:
         return "recorded before pages were fingerprinted by method versions"
     words = {"code": "its code", "parameters": "its parameters", "manifest": "the data manifest",
-             "methods": "the method versions it reaches"}
+             "methods": "the method versions it reaches", "pages_read": "the pages it reads"}
     changed = [words[key] for key in words if recorded.get(key) != inputs.get(key)]
     if recorded.get("methods") != inputs.get("methods"):
         before = record.get("method_versions", {})
@@ -328,7 +341,7 @@ def run_notebook(name: str, profile: str = "quick", overrides: dict | None = Non
     output = Path(output) if output else REPO_ROOT / entry["output"]
     if results_dir is not None:
         parameters["results_dir"] = str(results_dir)
-    inputs = page_inputs(source, parameters)
+    inputs = page_inputs(source, parameters, tuple(entry.get("reads", ())))
     versions = method_versions(notebook_modules(source))
     fingerprint = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()  # = run_fingerprint
     record_path = RUNS_DIR / f"{name}.json"
@@ -391,7 +404,7 @@ def page_status(name: str, config: dict | None = None) -> tuple[bool, str]:
     if not record_path.is_file():
         return False, "no run record"
     record = json.loads(record_path.read_text())
-    inputs = page_inputs(source, record.get("parameters", {}))
+    inputs = page_inputs(source, record.get("parameters", {}), tuple(entry.get("reads", ())))
     fingerprint = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
     if not (output.is_file() and all((REPO_ROOT / p).is_file() for p in record.get("outputs", []))):
         return False, "its outputs are missing"
