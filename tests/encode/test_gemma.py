@@ -2,6 +2,7 @@
 the prompt readout) and the encoder on a tiny random Gemma 3 (``tiny_gemma``, tests/conftest.py; no real weights)."""
 import hashlib
 
+import numpy as np
 import pytest
 import torch
 
@@ -157,6 +158,32 @@ def test_a_saved_causal_lm_loads_as_a_causal_backbone(tiny_gemma, tmp_path):
     loaded = load_backbone(str(tmp_path))
     assert isinstance(loaded, CausalBackbone) and loaded.tokenizer.padding_side == "right"
     assert torch.equal(alone(loaded, "dogs run ."), alone(tiny_gemma, "dogs run ."))
+
+
+def test_cached_sentence_readouts_never_run_the_prompt_pass(tiny_gemma, tmp_path, monkeypatch):
+    """The prompt readout is a second forward pass over longer inputs: a cached encoder computes and stores it only
+    when it is asked for (one cache entry per pass), so reading the last token alone costs one pass."""
+    sentences = ["a man plays guitar .", "dogs run ."]
+    passes = []
+    forward = Encoder._forward
+    monkeypatch.setattr(Encoder, "_forward", lambda self, ids, targets, out, progress: (
+        passes.append(tuple(targets.values())), forward(self, ids, targets, out, progress))[1])
+    encoder = Encoder(tiny_gemma, show_progress=False, cache=tmp_path)
+    last = encoder.encode(sentences, poolings=["last"])
+    assert passes == [tuple(p for p in CAUSAL_POOLINGS if p != "prompt")] and len(list(tmp_path.glob("*.npz"))) == 1
+    prompt = encoder.encode(sentences, poolings=["prompt"])
+    assert passes[1:] == [("prompt",)] and len(list(tmp_path.glob("*.npz"))) == 2
+    both = encoder.encode(sentences, poolings=["mean", "prompt", "last"])  # both entries hit: no third pass
+    assert len(passes) == 2 and list(both.vectors) == ["mean", "prompt", "last"]
+    assert np.array_equal(both.vectors["last"], last.vectors["last"])
+    assert np.array_equal(both.vectors["prompt"], prompt.vectors["prompt"])
+    uncached = Encoder(tiny_gemma, show_progress=False).encode(sentences, poolings=["last", "prompt"])
+    assert np.allclose(uncached.vectors["prompt"], prompt.vectors["prompt"], atol=1e-6)
+
+
+def test_an_unknown_pooling_is_named(minilm):
+    with pytest.raises(ValueError, match=r"Unknown pooling\(s\) \['prompt'\].*choose from"):
+        Encoder(minilm, show_progress=False).encode(["a"], poolings=["prompt"])
 
 
 def test_prompt_needs_a_causal_backbone(minilm):

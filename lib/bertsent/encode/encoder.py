@@ -48,6 +48,14 @@ class PooledEmbeddings:
         return self.vectors[pooling][layer, [self.row[s] for s in sentences]]
 
 
+def forward_passes(poolings) -> list[tuple[str, ...]]:
+    """The readouts ``poolings`` grouped by the forward pass that yields them: the sentence's own tokens (every
+    readout but ``prompt``), then the prompt-wrapped sentence (``prompt``: a second pass, causal backbones only)."""
+    direct = tuple(p for p in poolings if p != "prompt")
+    prompt = tuple(p for p in poolings if p == "prompt")
+    return [group for group in (direct, prompt) if group]
+
+
 def _batches(lengths: np.ndarray, batch_size: int, min_bucket: int) -> list[np.ndarray]:
     """Group sentence indices into batches: one token length per batch where a length is common,
     length-sorted padded batches for the rest."""
@@ -90,23 +98,37 @@ class Encoder:
         """Pool every layer of each distinct sentence (all supported poolings unless ``poolings`` is given)."""
         supported = self.supported_poolings()
         poolings = tuple(poolings or supported)
+        unknown = [p for p in poolings if p not in supported]
+        if unknown:
+            raise ValueError(f"Unknown pooling(s) {unknown} for {getattr(self.backbone, 'name', 'this backbone')}; "
+                             f"choose from {', '.join(supported)}")
         unique = list(dict.fromkeys(sentences))
-        cache_file = self._cache_file(unique, supported)
+        vectors = {}
+        for group in forward_passes(supported):
+            wanted = [p for p in poolings if p in group]
+            if wanted:
+                vectors.update(self._encode_pass(unique, group, wanted))
+        return PooledEmbeddings(unique, {p: vectors[p] for p in poolings})
+
+    def _encode_pass(self, unique: list[str], group: tuple[str, ...], wanted: list[str]) -> dict[str, np.ndarray]:
+        """The readouts ``wanted`` of one forward pass (``group``: every readout that pass yields). A cache entry
+        holds the whole group, so a later call asking for another readout of the same pass hits it too, and one
+        asking only for the sentence's own readouts never runs the prompt's pass."""
+        cache_file = self._cache_file(unique, group)
         if cache_file is not None and cache_file.is_file():
             try:
                 with np.load(cache_file) as stored:
-                    return PooledEmbeddings(unique, {p: stored[p] for p in poolings})
+                    return {p: stored[p] for p in wanted}
             except (OSError, ValueError, KeyError, zipfile.BadZipFile):
                 cache_file.unlink()  # unreadable entry: recompute it
-        # A cached entry holds every supported pooling, so later calls asking for others hit it too.
-        computed = supported if cache_file is not None else poolings
+        computed = group if cache_file is not None else tuple(wanted)
         if self.backbone.kind == "glove":
             vectors = self.backbone.embed(unique, computed)
         else:
             vectors = self._encode_transformer(unique, computed)
         if cache_file is not None:
             atomic_savez(cache_file, vectors)
-        return PooledEmbeddings(unique, {p: vectors[p] for p in poolings})
+        return {p: vectors[p] for p in wanted}
 
     @torch.inference_mode()
     def _encode_transformer(self, sentences: list[str], poolings) -> dict[str, np.ndarray]:
