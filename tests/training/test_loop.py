@@ -91,6 +91,16 @@ def test_resumed_run_makes_the_updates_of_an_uninterrupted_one(tmp_path):
         train_loop(Toy(), *build(), settings(tmp_path / "split", config={"lr": 2e-2}))
 
 
+@pytest.mark.parametrize("at_end, written", [(True, [6, 12]), (False, [6])])
+def test_checkpoints_skip_step_0_and_the_end_when_asked(tmp_path, monkeypatch, at_end, written):
+    """A checkpoint at step 0 holds nothing a fresh start does not recompute, and one at the last step is wasted
+    where the trainer deletes it as the run finishes (``checkpoint_at_end=False``): neither is written."""
+    saved = []
+    monkeypatch.setattr(Checkpoint, "save", lambda self, weights, optimizer, scheduler, state: saved.append(state["step"]))
+    train_loop(Toy(), *build(), settings(tmp_path, checkpoint_every=6, checkpoint_at_end=at_end))
+    assert saved == written
+
+
 def test_divergence_names_the_step_the_learning_rate_and_the_last_good_checkpoint(tmp_path):
     with pytest.raises(TrainingDivergedError) as caught:
         train_loop(Toy(nan_at=7), *build(), settings(tmp_path, checkpoint_every=3))

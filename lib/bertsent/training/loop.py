@@ -16,8 +16,8 @@ What the loop does, at each step ``s`` from the saved step to ``settings.total_s
 5. at step 0 (``evaluate_at_start``), every ``eval_every`` steps and at the last step: ``method.evaluate(model)``
    (a dev score, higher is better, or None), a history row (``method.record``), best-checkpoint selection
    (``best_step``, ``best_dev``; ``best.pt`` under ``output_dir``), ``method.after_evaluation`` and, at steps
-   that are multiples of ``checkpoint_every`` and at the end, an atomic resumable checkpoint (``checkpoint.pt``:
-   weights, optimizer, scheduler, loop state, the configuration that wrote it);
+   after 0 that are multiples of ``checkpoint_every`` and at the end (``checkpoint_at_end``), an atomic resumable
+   checkpoint (``checkpoint.pt``: weights, optimizer, scheduler, loop state, the configuration that wrote it);
 6. a tqdm progress bar; everything runs under ``accelerate``: one process, or several (``accelerate launch
    --multi_gpu``, ``torchrun --nproc_per_node N``) that share each step's batch (:meth:`Method.shard`), with
    the model wrapped for data parallelism (averaged gradients) and the schedule advancing once per step.
@@ -273,6 +273,9 @@ class LoopSettings:
     eval_every: int | None = None  # None: evaluate only at the start (evaluate_at_start) and at the last step
     evaluate_at_start: bool = True  # the untrained model is a candidate too (step 0)
     checkpoint_every: int = 1  # a checkpoint at evaluations whose step is a multiple of this, and at the last
+    # also at the last step; False for a trainer that deletes its checkpoint when the run finishes (writing it
+    # would only cost the time: for a short run most of it)
+    checkpoint_at_end: bool = True
     log_every: int | None = None  # history rows of the running loss alone between evaluations
     max_grad_norm: float | None = 1.0
     step_seed: int | None = None  # seed each step from (step_seed, step); None: one global stream
@@ -369,7 +372,10 @@ def train_loop(method: Method, model: torch.nn.Module, optimizer, scheduler, set
             if best_path is not None and accelerator.is_main_process:
                 atomic_torch_save(method.best_weights(unwrapped), best_path)
         method.after_evaluation(state, unwrapped)
-        due = state["step"] % settings.checkpoint_every == 0 or state["step"] >= total
+        # none at step 0: it would hold nothing a fresh start does not recompute (batches are seeded per step)
+        at_end = state["step"] >= total
+        due = (settings.checkpoint_at_end if at_end
+               else state["step"] > 0 and state["step"] % settings.checkpoint_every == 0)
         if checkpoint.path is not None and (due or force_checkpoint):
             if accelerator.is_main_process:
                 checkpoint.save(method.checkpoint_weights(unwrapped), optimizer, scheduler, state)

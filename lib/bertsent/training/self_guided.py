@@ -173,8 +173,9 @@ def train_self_guided(backbone: str, sentences: list[str], dev: STSDataset, outp
     method = SelfGuidedMethod(model, tokenizer, sentences, dev, config, steps_per_epoch, callbacks)
     run = train_loop(method, model, optimizer, scheduler, LoopSettings(
         total_steps=total_steps, output_dir=output_dir, config=asdict(config), eval_every=config.eval_every,
-        checkpoint_every=checkpoint_every, max_grad_norm=config.max_grad_norm, step_seed=config.seed,
-        resume=resume, show_progress=show_progress, description=f"{config.loss} ({backbone})"), accelerator)
+        checkpoint_every=checkpoint_every, checkpoint_at_end=keep_checkpoints, max_grad_norm=config.max_grad_norm,
+        step_seed=config.seed, resume=resume, show_progress=show_progress, description=f"{config.loss} ({backbone})"),
+        accelerator)
     state = run.state
 
     # The selected model (restored by the loop from best.pt), not the last one in memory.
