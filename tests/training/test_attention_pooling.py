@@ -101,6 +101,27 @@ def test_the_saved_model_is_the_selected_one(tmp_path, tiny_bert):
     assert not np.allclose(fresh, ours, atol=1e-3)  # training changed it
 
 
+@pytest.mark.parametrize("with_dev", [True, False])
+def test_a_finished_run_keeps_its_weights_not_its_optimizer(tmp_path, tiny_bert, with_dev):
+    """A finished run keeps best.pt (the selected weights; without dev, the last ones), model/ and train.json: the
+    resumable checkpoint (weights and optimizer state) is deleted, and its weights load as the run's model."""
+    from bertsent.encode.backbones import load_backbone
+    from bertsent.models.layer_attention import LayerAttentionModel, encode_sentences
+
+    config = AttentionPoolingConfig(batch_size=3, epochs=2, eval_every=1, learning_rate=1e-3, max_length=16)
+    result = train_attention_pooling(tiny_bert, tmp_path / "run", config, triplets=TRIPLETS,
+                                     dev=DEV if with_dev else None, show_progress=False)
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["best.pt", "model", "train.json"]
+    backbone = load_backbone(tiny_bert)
+    kept = LayerAttentionModel(backbone.model)
+    kept.load_state_dict(torch.load(tmp_path / "run" / "best.pt"))
+    from sentence_transformers import SentenceTransformer
+
+    exported = SentenceTransformer(str(result.model_dir), device="cpu", trust_remote_code=True).encode(SENTENCES)
+    np.testing.assert_allclose(exported, encode_sentences(kept, backbone.tokenizer, SENTENCES, max_length=16),
+                               rtol=1e-4, atol=1e-5)
+
+
 def test_a_causal_backbone_reads_its_last_token(tmp_path, tiny_bert):
     from sentence_transformers import SentenceTransformer
     from transformers import AutoModel, AutoTokenizer, Gemma3TextConfig

@@ -34,6 +34,7 @@ from ..encode.backbones import load_backbone
 from ..evaluation.sts import cosine_rows, evaluate_sts
 from ..losses.attention_pooling import OBJECTIVES, dropout_infonce_loss, supervised_infonce_loss
 from ..models.layer_attention import DEFAULT_POOLING, LayerAttentionModel, check_pooling, encode_sentences
+from ..report.io import atomic_torch_save
 from .loop import LoopSettings, Method, adamw, make_accelerator, seed_everything, train_loop, warmup_schedule
 
 METHOD_VERSION = 1  # bump when the maths changes
@@ -180,7 +181,8 @@ def _parameter_groups(model: LayerAttentionModel, config: AttentionPoolingConfig
 def train_attention_pooling(backbone: str, output_dir: str | Path, config: AttentionPoolingConfig | None = None,
                             triplets: Triplets | None = None, sentences: list[str] | None = None,
                             dev: STSDataset | None = None, resume: bool = True, show_progress: bool = True,
-                            checkpoint_every: int = 500, backbone_object=None) -> AttentionPoolingResult:
+                            checkpoint_every: int = 500, backbone_object=None,
+                            keep_checkpoints: bool = False) -> AttentionPoolingResult:
     """Train ``backbone`` with a layer-wise attention pooler; returns where the selected model is saved.
 
     ``triplets``: NLI triplets (:func:`bertsent.data.nli.nli_triplets`), needed by the supervised and hybrid
@@ -192,7 +194,9 @@ def train_attention_pooling(backbone: str, output_dir: str | Path, config: Atten
 
     ``output_dir`` receives ``checkpoint.pt`` (resumption), ``best.pt`` (encoder + pooler weights), ``model/`` (the
     selected model in sentence-transformers format, see :mod:`bertsent.models.layer_attention_export`) and
-    ``train.json`` (configuration, counts, history, seconds).
+    ``train.json`` (configuration, counts, history, seconds). A finished run keeps ``best.pt`` (the selected
+    weights, or the last ones without ``dev``), ``model/`` and ``train.json``: ``checkpoint.pt`` (weights and
+    optimizer state, about three times the model) is deleted unless ``keep_checkpoints``.
     """
     from ..models.layer_attention_export import save_layer_attention_model
 
@@ -231,6 +235,7 @@ def train_attention_pooling(backbone: str, output_dir: str | Path, config: Atten
     run = train_loop(method, model, optimizer, scheduler, LoopSettings(
         total_steps=total_steps, output_dir=output_dir, config={"backbone": backbone, **asdict(config)},
         eval_every=config.eval_every, evaluate_at_start=dev is not None, checkpoint_every=checkpoint_every,
+        checkpoint_at_end=keep_checkpoints,
         max_grad_norm=config.max_grad_norm, step_seed=config.seed, resume=resume, show_progress=show_progress,
         description=f"attention pooling {config.objective}/{config.pooling} ({backbone})"), accelerator)
     state = run.state
@@ -244,7 +249,11 @@ def train_attention_pooling(backbone: str, output_dir: str | Path, config: Atten
                    "sentences": 0 if sentences is None else len(sentences), **state,
                    "torch_threads": torch.get_num_threads(), "processes": accelerator.num_processes}
         (output_dir / "train.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+        if not (output_dir / "best.pt").is_file():  # no dev selection: the last weights are the run's
+            atomic_torch_save(method.best_weights(model), output_dir / "best.pt")
     accelerator.wait_for_everyone()
+    if accelerator.is_main_process and not keep_checkpoints:
+        (output_dir / "checkpoint.pt").unlink(missing_ok=True)
     return AttentionPoolingResult(output_dir, model_dir, state["best_step"], state["best_dev"], state["step"],
                                   state["seconds"], state["history"])
 
