@@ -426,7 +426,7 @@ def _outputs_of(executed: Path) -> list[Path]:
     return [p for p in found if p.is_file() and p.is_relative_to(REPO_ROOT)]
 
 
-def _parse_value(text: str):
+def parse_value(text: str):
     """A ``-p`` value: JSON (``'["a", "b"]'``, ``24``, ``null``); a list or object also as YAML (``[a, b]``) or a
     Python literal (``"['a']"``); anything else is a bare string."""
     try:
@@ -496,7 +496,7 @@ def main(argv=None) -> int:
         return 0
     names = args.notebooks or list(config["notebooks"])
     try:
-        overrides = {key: _parse_value(value) for key, value in args.parameter}
+        overrides = {key: parse_value(value) for key, value in args.parameter}
         for name in names:  # every notebook's parameters are checked before any runs
             resolve_parameters(name, args.profile, overrides, config)
         if args.output is not None and len(names) > 1:

@@ -91,6 +91,17 @@ def trained_runs_with_seeds(trained_runs: dict[str, list], backbone: str, method
             for entry in _run_entries(trained_runs, backbone, methods, train_data)]
 
 
+def sts_page_runs(backbone: str, methods: list[str], train_data: list[str], seeds: list[int],
+                  trained_runs: dict[str, list], config: dict | None = None) -> list[tuple[str, str, SelfGuidedConfig]]:
+    """The trained runs of the STS page on ``backbone``, in the page's order: ``(method, train_data, config)``, each
+    configuration the page's ``config`` overrides with the method's loss and one seed (the runs of
+    :func:`trained_runs_with_seeds`, one per seed). The page and ``python -m bertsent.experiments.sts_runs`` (which
+    trains them ahead of the page) both read them from here, so they ask for the same runs."""
+    return [(method, data, SelfGuidedConfig(**{**(config or {}), "loss": METHOD_LOSSES[method], "seed": seed}))
+            for method, data, run_seeds in trained_runs_with_seeds(trained_runs, backbone, methods, train_data, seeds)
+            for seed in run_seeds]
+
+
 def labelled_scores(scores: pd.DataFrame, backbone: str, method: str, train_data: str = "-",
                     seed: object = "-") -> pd.DataFrame:
     """``scores`` (dataset, aggregation, spearman rows) labelled with the run that produced them, as in

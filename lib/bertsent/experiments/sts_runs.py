@@ -1,0 +1,134 @@
+"""Train the STS page's runs ahead of the page, one at a time, so that the page re-renders from them in minutes.
+
+At the quick profile the STS page (``sg_opt_sts``) asks for runs that take hours of CPU each (Gemma 3 270M: about
+2 h a run on 2 cores), more than one session. This command trains and scores the same runs with the same library
+call the page makes (:func:`~bertsent.experiments.self_guided.trained_scores` on the runs of
+:func:`~bertsent.experiments.self_guided.sts_page_runs`, with the page's resolved parameters), so each run's
+results land in ``results/runs/sg/<key>/`` as it finishes (commit them), and a later ``python -m bertsent.book run
+sg_opt_sts`` reads them instead of training. Runs already there are reused at once (listed as such)::
+
+    python -m bertsent.experiments.sts_runs --list                          # the runs, and which are stored
+    python -m bertsent.experiments.sts_runs --backbone gemma-3-270m          # train/score the missing ones
+    python -m bertsent.experiments.sts_runs --backbone gemma-3-270m --max-runs 1 --threads 2
+
+Like the runner, only the canonical profiles (quick, paper) without overrides write under ``results/``; any other
+profile writes to its re-run folder (``.cache/reruns/sg_opt_sts-<profile>-<hash>/results``) unless
+``--results-dir`` is given.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+PAGE = "sg_opt_sts"
+
+
+def page_runs(profile: str = "quick", overrides: dict | None = None, backbones: list[str] | None = None) -> list[dict]:
+    """The STS page's trained runs at ``profile``: one dict per run (backbone, method, train_data, seed, config), in
+    the page's order; ``backbones`` keeps only those (each must be one the page's profile names)."""
+    from ..book import resolve_parameters
+    from .self_guided import sts_page_runs
+
+    parameters = resolve_parameters(PAGE, profile, overrides)
+    chosen = parameters["backbones"]
+    if backbones:
+        unknown = [b for b in backbones if b not in chosen]
+        if unknown:
+            raise ValueError(f"{', '.join(unknown)}: not a backbone of the STS page at profile {profile!r} "
+                             f"(it has {', '.join(chosen)})")
+        chosen = [b for b in chosen if b in backbones]
+    runs = []
+    for backbone in chosen:
+        seeds = parameters["seeds_per_backbone"].get(backbone, parameters["seeds"])
+        for method, data, config in sts_page_runs(backbone, parameters["methods"], parameters["train_data"], seeds,
+                                                  parameters["trained_runs"], parameters["config"]):
+            runs.append({"backbone": backbone, "method": method, "train_data": data, "seed": config.seed,
+                         "config": config})
+    return runs
+
+
+def _results_dir(profile: str, overrides: dict | None, results_dir) -> Path | None:
+    from ..book import is_canonical, rerun_folder
+
+    if results_dir is not None:
+        return Path(results_dir)
+    return None if is_canonical(profile, overrides) else rerun_folder(PAGE, profile, overrides) / "results"
+
+
+def train_page_runs(profile: str = "quick", overrides: dict | None = None, backbones: list[str] | None = None,
+                    results_dir=None, max_runs: int | None = None, log=print) -> list[dict]:
+    """Train and score the page's runs that are not stored yet (at most ``max_runs`` of them); returns one dict per
+    run handled: its key, whether it was stored before, and the seconds it took."""
+    from ..book import resolve_parameters
+    from ..data.sts import load_stsb
+    from .runs import stored_run
+    from .self_guided import trained_scores
+    from .sts_tables import load_sts_datasets
+
+    parameters = resolve_parameters(PAGE, profile, overrides)
+    results_dir = _results_dir(profile, overrides, results_dir)
+    sts = load_sts_datasets(parameters["datasets"], parameters["data_dir"], parameters["max_pairs"])
+    dev = load_stsb("dev", parameters["data_dir"])
+    dev = dev.head(parameters["dev_pairs"]) if parameters["dev_pairs"] else dev
+    encoder_options = dict(batch_size=parameters["batch_size"], max_length=parameters["max_length"],
+                           show_progress=False)
+    done, trained = [], 0
+    for run in page_runs(profile, overrides, backbones):
+        stored = stored_run(run["backbone"], run["train_data"], run["config"], results_dir, len(dev))
+        before = stored.exists
+        if not before and max_runs is not None and trained >= max_runs:
+            log(f"{stored.key}: left for a later call (--max-runs {max_runs})")
+            continue
+        start = time.time()
+        # cache=False: a trained model is scored once; nothing to keep for later
+        trained_scores(run["backbone"], run["train_data"], run["config"], sts, dev, parameters["data_dir"],
+                       parameters["runs_dir"], results_dir, cache=False, **encoder_options)
+        seconds = round(time.time() - start, 1)
+        trained += not before
+        log(f"{stored.key}: {'stored before, reused' if before else 'trained and scored'} ({seconds} s)")
+        done.append({"key": stored.key, "stored_before": before, "seconds": seconds})
+    return done
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bertsent.experiments.sts_runs",
+                                     description="Train the STS page's runs ahead of the page (see the module doc).")
+    parser.add_argument("--profile", default="quick")
+    parser.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"), default=[],
+                        help="override a page parameter (VALUE is JSON), as for python -m bertsent.book run")
+    parser.add_argument("--backbone", action="append", help="only this backbone's runs (repeatable)")
+    parser.add_argument("--results-dir", help="where the runs' results go (default: see the module doc)")
+    parser.add_argument("--max-runs", type=int, help="train at most this many missing runs, then stop")
+    parser.add_argument("--threads", type=int, help="PyTorch threads (default: PyTorch's)")
+    parser.add_argument("--list", action="store_true", help="list the runs and whether each is stored; train nothing")
+    args = parser.parse_args(argv)
+    from ..book import parse_value
+
+    overrides = {name: parse_value(value) for name, value in args.parameter} or None
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    try:
+        if args.list:
+            from ..book import resolve_parameters
+            from ..data.sts import load_stsb
+            from .runs import stored_run
+
+            parameters = resolve_parameters(PAGE, args.profile, overrides)
+            dev = load_stsb("dev", parameters["data_dir"])
+            dev_pairs = min(parameters["dev_pairs"] or len(dev), len(dev))
+            results_dir = _results_dir(args.profile, overrides, args.results_dir)
+            for run in page_runs(args.profile, overrides, args.backbone):
+                stored = stored_run(run["backbone"], run["train_data"], run["config"], results_dir, dev_pairs)
+                print(f"{stored.key}: {'stored' if stored.exists else 'missing'}")
+            return 0
+        train_page_runs(args.profile, overrides, args.backbone, args.results_dir, args.max_runs)
+    except ValueError as error:  # ParameterError included
+        parser.exit(2, f"error: {error}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

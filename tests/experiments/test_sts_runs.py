@@ -1,0 +1,43 @@
+"""Training the STS page's runs ahead of the page (``bertsent.experiments.sts_runs``): the same runs the page asks
+for, stored where the page reads them, reused when stored, never written into results/ by a non-canonical profile."""
+import pytest
+
+from bertsent import book
+from bertsent.experiments import sts_runs
+from bertsent.experiments.runs import stored_run
+
+
+def test_a_backbone_with_its_own_seeds_gets_one_run_per_seed():
+    runs = sts_runs.page_runs("quick", backbones=["gemma-3-270m"])
+    got = [(r["method"], r["train_data"], r["seed"]) for r in runs]
+    assert got[:3] == [("sg_opt", "stsb_train", 42), ("sg_opt", "stsb_train", 43), ("sg_opt", "stsb_train", 44)]
+    assert all(r["config"].seed == r["seed"] and r["config"].loss == {"sg": "base", "sg_opt": "opt3"}[r["method"]]
+               for r in runs)
+    assert {r["backbone"] for r in runs} == {"gemma-3-270m"}
+
+
+def test_an_unknown_backbone_is_named_with_the_choices():
+    with pytest.raises(ValueError, match="bert-base-uncased: not a backbone of the STS page.*all-minilm-l6-v2"):
+        sts_runs.page_runs("quick", backbones=["bert-base-uncased"])
+
+
+def test_only_canonical_profiles_default_to_results():
+    assert sts_runs._results_dir("quick", None, None) is None  # the repository's results/
+    elsewhere = sts_runs._results_dir("smoke", None, None)
+    assert elsewhere.is_relative_to(book.RERUNS_DIR)
+    assert sts_runs._results_dir("quick", {"seeds": [1]}, None).is_relative_to(book.RERUNS_DIR)
+
+
+def test_runs_are_trained_once_then_reused_where_the_page_reads_them(tmp_path):
+    overrides = {"runs_dir": str(tmp_path / "runs")}
+    first = sts_runs.train_page_runs("smoke", overrides, results_dir=tmp_path / "results", log=lambda _: None)
+    assert [r["stored_before"] for r in first] == [False]
+    run = sts_runs.page_runs("smoke", overrides)[0]
+    stored = stored_run(run["backbone"], run["train_data"], run["config"], tmp_path / "results", 24)
+    assert stored.exists and first[0]["key"] == stored.key
+    again = sts_runs.train_page_runs("smoke", overrides, results_dir=tmp_path / "results", log=lambda _: None)
+    assert [r["stored_before"] for r in again] == [True]
+    skipped = []
+    assert sts_runs.train_page_runs("smoke", overrides, results_dir=tmp_path / "other", max_runs=0,
+                                    log=skipped.append) == []
+    assert skipped and "left for a later call" in skipped[0]
