@@ -42,6 +42,23 @@ def test_glue_claims_are_read_against_the_dev_set_noise():
     assert reverse.loc["RTE", "verdict"] == "not reproduced"
 
 
+def test_both_runs_at_the_majority_class_are_judged_at_floor():
+    import pandas as pd
+
+    from bertsent.experiments.bert_ablations import compare_rows, glue_scores
+
+    searches = pd.DataFrame([
+        {"model": "big", "task": "MRPC", "accuracy": 68.38, "dev_examples": 408, "chosen": True, "at_majority_class": True},
+        {"model": "small", "task": "MRPC", "accuracy": 31.62, "dev_examples": 408, "chosen": True, "at_majority_class": True},
+        {"model": "big", "task": "RTE", "accuracy": 70.0, "dev_examples": 277, "chosen": True, "at_majority_class": False},
+        {"model": "small", "task": "RTE", "accuracy": 52.71, "dev_examples": 277, "chosen": True, "at_majority_class": True},
+    ])
+    checks = compare_rows(glue_scores(searches), searches, "big", "small").set_index("task")
+    assert checks.loc["MRPC", "verdict"] == "at floor"  # 36.76 points between two constant predictors: no learning
+    assert checks.loc["MRPC", "noise_source"].startswith("both sides at the majority class")
+    assert checks.loc["RTE", "verdict"] == "reproduced"  # one side learnt: judged as usual
+
+
 def test_run_label_names_size_and_objective():
     from bertsent.experiments.bert_ablations import run_label
 

@@ -65,6 +65,9 @@ def test_sg_opt_chapter_writes_each_table_under_the_pages_file_name(tmp_path):
 def test_a_missing_csv_names_the_page_to_run(tmp_path):
     with pytest.raises(overview.MissingResults, match=r"sg_opt_sts.*python -m bertsent.book run sg_opt_sts"):
         overview.sg_opt_claims(tmp_path)
+    with pytest.raises(overview.MissingResults, match="bert_pretraining"):
+        overview.bert_claims(tmp_path)
+    _pretraining_glue(tmp_path)
     with pytest.raises(overview.MissingResults, match="bert_ablations"):
         overview.bert_claims(tmp_path)
     with pytest.raises(overview.MissingResults, match="isotropy"):
@@ -81,8 +84,17 @@ def test_geometry_claims_come_from_the_trained_readouts(tmp_path):
     assert set(table["verdict"]) == {"noise not measured"}  # one seed and no spread: the sign is no verdict
 
 
+def _pretraining_glue(results, name="glue_mini_cpu.csv"):
+    (results / "bert").mkdir(exist_ok=True)
+    rows = [("pre-trained", "RTE", 62.0, False), ("no pre-training", "RTE", 52.71, True),
+            ("pre-trained", "MRPC", 68.38, True), ("no pre-training", "MRPC", 68.38, True)]
+    pd.DataFrame([{"model": m, "task": t, "accuracy": a, "chosen": True, "at_majority_class": floor,
+                   "dev_examples": {"RTE": 277, "MRPC": 408}[t]} for m, t, a, floor in rows]
+                 ).to_csv(results / "bert" / name, index=False)
+
+
 def test_bert_claims_from_the_glue_search(tmp_path):
-    (tmp_path / "bert").mkdir()
+    _pretraining_glue(tmp_path)
     scores = {"tiny mlm_nsp": 60.0, "tiny mlm": 50.0, "tiny untrained": 52.0, "mini mlm_nsp": 70.0}
     pd.DataFrame([{"task": "RTE", "model": model, "accuracy": value, "chosen": True, "dev_examples": 277}
                   for model, value in scores.items()]).to_csv(tmp_path / "bert" / "ablation_glue.csv", index=False)
@@ -93,6 +105,14 @@ def test_bert_claims_from_the_glue_search(tmp_path):
     assert objective["verdict"].tolist() == ["reproduced", "within noise", "within noise"]  # tolerance about 8
     size = tables["bert/ablation_size_claims.csv"]
     assert size["claim"].tolist() == ["mini mlm_nsp > tiny mlm_nsp"] and size["verdict"].iloc[0] == "reproduced"
+    pretraining = tables["bert/pretraining_claims.csv"].set_index("task")
+    assert list(tables)[0] == "bert/pretraining_claims.csv"  # the chapter's pages in order
+    assert pretraining.loc["RTE", "claim"] == "pre-trained > no pre-training"
+    assert pretraining.loc["RTE", "our_effect"] == pytest.approx(62.0 - 52.71)
+    assert pretraining.loc["MRPC", "verdict"] == "at floor"  # both at the majority class
+    _pretraining_glue(tmp_path, "glue_mini_gpu.csv")
+    with pytest.raises(ValueError, match="several files match.*glue_mini_cpu.csv, glue_mini_gpu.csv"):
+        overview.bert_claims(tmp_path)
 
 
 def test_run_records_say_which_runs_and_whether_they_predate_the_rule(tmp_path, monkeypatch):

@@ -53,7 +53,9 @@ def compare_rows(scores: pd.DataFrame, searches: pd.DataFrame, better: str, wors
     The paper's size and objective claims are directions ("A beats B") without a number, so the verdict comes from
     the sign of our difference beyond the noise; the noise is :func:`bertsent.report.claims.dev_set_noise`, two
     standard errors of a difference of two dev scores (one fine-tuning each, no seeds). A task where either model
-    has no score is left out.
+    has no score is left out. Where ``searches`` marks the runs that predict one class (``at_majority_class``, from
+    :func:`~bertsent.evaluation.glue.mark_majority_class`) and both chosen runs of a task are at that floor, the
+    verdict is ``at floor``: their difference measures no learning.
     """
     rows = []
     for task in [t for t in scores.columns if t in TASK_METRICS]:
@@ -63,6 +65,9 @@ def compare_rows(scores: pd.DataFrame, searches: pd.DataFrame, better: str, wors
         chosen = searches[searches["chosen"] & (searches["task"] == task)]
         noise = dev_set_noise(int(chosen["dev_examples"].iloc[0]), scores.loc[[better, worse], task].mean(),
                               TASK_METRICS[task][1])
+        floored = ("at_majority_class" in chosen
+                   and chosen.set_index("model").loc[[better, worse], "at_majority_class"].astype(bool).all())
         rows.append(judge(f"{better} > {worse}", score - compared_with, None, noise,
+                          floor="majority class" if floored else None,
                           task=task, score=score, compared_with=compared_with))
     return claims_table(rows)

@@ -107,12 +107,34 @@ def _labels(models) -> dict[str, set[str]]:
     return by_size
 
 
+def read_single_result(page: str, pattern: str, inputs_dir=None, per_page: bool = False) -> pd.DataFrame:
+    """The one CSV matching ``pattern`` (a glob under ``results/``, for a file named after the page's parameters,
+    e.g. ``bert/glue_<size>_<profile>.csv``) that page ``page`` writes; :class:`MissingResults` with none, a
+    ValueError naming them with several."""
+    base = _path(page, "", inputs_dir, per_page)
+    found = sorted(base.glob(pattern))
+    if not found:
+        raise MissingResults(f"no {base / pattern}: it is written by the page {page!r}; run it first "
+                             f"(python -m bertsent.book run {page} --profile quick)")
+    if len(found) > 1:
+        raise ValueError(f"several files match {base / pattern}: {', '.join(p.name for p in found)}; keep the one "
+                         f"the page's current run wrote")
+    return pd.read_csv(found[0])
+
+
 def bert_claims(inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataFrame]:
-    """The BERT chapter's ablation claims from ``bert/ablation_glue.csv`` (page ``bert_ablations``): the objective
-    claims at the size that has several objectives (MLM+NSP > MLM > LTR, and each objective above the same size
-    fine-tuned from random weights), and the size claims (each larger MLM+NSP model above the next smaller one).
-    Directions without a paper number, weighed against the dev-set noise
+    """The BERT chapter's claims. From the pre-training page (``bert/glue_<size>_<profile>.csv`` of
+    ``bert_pretraining``): the pre-trained model above the same architecture fine-tuned from random weights, per GLUE
+    task. From ``bert/ablation_glue.csv`` (page ``bert_ablations``): the objective claims at the size that has
+    several objectives (MLM+NSP > MLM > LTR, and each objective above the same size fine-tuned from random weights),
+    and the size claims (each larger MLM+NSP model above the next smaller one). Directions without a paper number,
+    weighed against the dev-set noise, both runs at the majority class judged at floor
     (:func:`~bertsent.experiments.bert_ablations.compare_rows`). A table with no claim is left out."""
+    tables = {}
+    pretraining = read_single_result("bert_pretraining", "bert/glue_*.csv", inputs_dir, per_page)
+    if {"pre-trained", "no pre-training"} <= set(pretraining["model"]):
+        tables["bert/pretraining_claims.csv"] = compare_rows(glue_scores(pretraining), pretraining, "pre-trained",
+                                                             "no pre-training")
     searches = read_results("bert_ablations", "bert/ablation_glue.csv", inputs_dir, per_page)
     scores = glue_scores(searches)
     by_size = _labels(scores.index)
@@ -124,7 +146,6 @@ def bert_claims(inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataFra
         pairs += [(run_label(objective_size, o), f"{objective_size} untrained") for o in order]
     sizes = [size for size in BERT_SIZES if "mlm_nsp" in by_size.get(size, ())]
     size_pairs = [(run_label(big, "mlm_nsp"), run_label(small, "mlm_nsp")) for small, big in zip(sizes, sizes[1:])]
-    tables = {}
     for name, claims in (("bert/ablation_objective_claims.csv", pairs), ("bert/ablation_size_claims.csv", size_pairs)):
         checks = [compare_rows(scores, searches, a, b) for a, b in claims if a in scores.index and b in scores.index]
         if checks:
@@ -155,7 +176,7 @@ def attention_pooling_claims(inputs_dir=None, per_page: bool = False) -> dict[st
 CHAPTERS = {
     "sg-opt": Chapter(sg_opt_claims, ("sg_opt_sts", "sg_opt_ablations", "sg_opt_domain")),
     "geometry": Chapter(geometry_claims_overview, ("isotropy",)),
-    "bert": Chapter(bert_claims, ("bert_ablations",)),
+    "bert": Chapter(bert_claims, ("bert_pretraining", "bert_ablations")),
     "attention-pooling": Chapter(attention_pooling_claims, ("attention_pooling_ablation", "attention_pooling_layers",
                                                             "attention_pooling_search")),
 }
