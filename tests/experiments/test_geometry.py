@@ -35,3 +35,49 @@ def test_geometry_row_finds_one_readout_or_none():
     assert geometry_row(geometry, "m", "mean")["anisotropy"] == 0.02
     assert geometry_row(geometry, "n", "cls")["anisotropy"] == 0.9
     assert geometry_row(geometry, "m", "sg") is None and geometry_row(geometry, "absent", "cls") is None
+
+
+def test_a_trained_readout_is_measured_once_then_read_back_without_its_model(fake_training, monkeypatch, tmp_path):
+    """A trained run's geometry row, spectrum and cosine bands are evaluations of the run: measured on its model the
+    first time, committed, then read back on a machine without the model (no training, no measuring); asked with
+    other settings, the stored tables are refused."""
+    import shutil
+    from types import SimpleNamespace
+
+    import bertsent.encode.backbones as backbones
+    from bertsent.data.sts import load_stsb
+    from bertsent.experiments import geometry
+    from bertsent.training import SelfGuidedConfig
+
+    measured, original = [], {name: getattr(geometry, name) for name in
+                              ("readout_geometry", "readout_spectrum", "readout_cosine_bands")}
+    tables = {"readout_geometry": lambda r: {"backbone": r.backbone, "method": r.method, "anisotropy": 0.25,
+                                             "alignment": 0.5, "uniformity": -2.0, "n_positive": 3, "sts_avg": 70.0},
+              "readout_spectrum": lambda r: pd.DataFrame({"index": [1, 2], "singular_value": [0.75, 0.25]}),
+              "readout_cosine_bands": lambda r: pd.DataFrame({"gold": [4.5], "band": ["4-5"], "cosine": [0.9]})}
+    for name, table in tables.items():
+        monkeypatch.setattr(geometry, name, lambda r, *a, _name=name, _table=table, **k: (
+            original[_name](r, *a, **k) if isinstance(r, geometry.TrainedReadout)
+            else (measured.append(_name), _table(r))[1]))
+    monkeypatch.setattr(backbones, "load_backbone", lambda source: SimpleNamespace(name=source))
+    monkeypatch.setattr(backbones, "backbone_sentence_pooling", lambda backbone: "cls")
+    monkeypatch.setattr(geometry, "Encoder", lambda backbone, **_: SimpleNamespace(backbone=backbone))
+    monkeypatch.setattr(geometry, "sentence_token_pooling", lambda backbone: "cls")
+    stsb = load_stsb("test").head(8)
+    sts = {"stsb": stsb}
+    config, dev = SelfGuidedConfig(max_steps=4), ["pair 1", "pair 2", "pair 3"]
+    where = dict(dev=dev, runs_dir=tmp_path / "cache", results_dir=tmp_path / "results")
+
+    first = geometry.trained_readout("m", "sg_opt", "stsb_all", config, stsb, sts, n_pairs=100, **where)
+    assert sorted(measured) == ["readout_cosine_bands", "readout_geometry", "readout_spectrum"]
+    assert len(fake_training) == 1
+    shutil.rmtree(tmp_path / "cache")  # another machine: the model is gone, its measurements are committed
+    again = geometry.trained_readout("m", "sg_opt", "stsb_all", config, stsb, sts, n_pairs=100, **where)
+    assert len(measured) == 3 and len(fake_training) == 1
+    row = geometry.readout_geometry(again, stsb, sts, n_pairs=100)
+    assert row == {**geometry.readout_geometry(first, stsb, sts, n_pairs=100), "method": "sg_opt"}
+    assert row["anisotropy"] == 0.25 and row["backbone"] == "m"
+    assert geometry.readout_spectrum(again, stsb.sentences())["singular_value"].tolist() == [0.75, 0.25]
+    assert geometry.readout_cosine_bands(again, stsb)["band"].tolist() == ["4-5"]
+    with pytest.raises(ValueError, match=r"m sg_opt: its stored tables were measured with other settings.*n_pairs"):
+        geometry.readout_geometry(again, stsb, sts, n_pairs=500)

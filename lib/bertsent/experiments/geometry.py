@@ -59,6 +59,17 @@ class Readout:
         return score_encoder(self.encoder, datasets, self.pooling, self.layer, self.transform)
 
 
+@dataclass
+class TrainedReadout:
+    """A trained run's sentence-token readout, measured once by :func:`trained_readout` and stored with the run:
+    :func:`readout_geometry`, :func:`readout_spectrum` and :func:`readout_cosine_bands` return its stored tables
+    (after checking that they are asked with the settings the tables were measured with)."""
+    backbone: str
+    method: str
+    tables: dict[str, pd.DataFrame]
+    settings: dict
+
+
 def flat_pairs(dataset: STSDataset) -> tuple[list[str], list[str], np.ndarray]:
     """All pairs of an STS dataset, subsets concatenated: (first sentences, second sentences, gold scores)."""
     subsets = list(dataset.subsets.values())
@@ -84,6 +95,10 @@ def readout_geometry(readout: Readout, dataset: STSDataset, sts_datasets: dict[s
                      threshold: float = 4.0, n_pairs: int = 10000, seed: int = 0,
                      max_points: int = 5000) -> dict:
     """Anisotropy, alignment, uniformity of one readout on ``dataset``; its STS average (``all``) if asked."""
+    if isinstance(readout, TrainedReadout):
+        _same_settings(readout, pairs=len(dataset), threshold=threshold, n_pairs=n_pairs, seed=seed,
+                       max_points=max_points, datasets={n: len(d) for n, d in (sts_datasets or {}).items()})
+        return readout.tables["geometry"].iloc[0].to_dict()
     first, second, gold = flat_pairs(dataset)
     summary = geometry_summary(readout.vectors(first), readout.vectors(second), gold, threshold, n_pairs, seed,
                                max_points)
@@ -96,6 +111,9 @@ def readout_geometry(readout: Readout, dataset: STSDataset, sts_datasets: dict[s
 
 def readout_cosine_bands(readout: Readout, dataset: STSDataset) -> pd.DataFrame:
     """The cosine of every pair of ``dataset`` with its gold-score band, labelled with the readout."""
+    if isinstance(readout, TrainedReadout):
+        _same_settings(readout, pairs=len(dataset))
+        return readout.tables["cosine_bands"]
     first, second, gold = flat_pairs(dataset)
     bands = cosine_by_gold_band(readout.vectors(first), readout.vectors(second), gold)
     return bands.assign(backbone=readout.backbone, method=readout.method)
@@ -103,9 +121,53 @@ def readout_cosine_bands(readout: Readout, dataset: STSDataset) -> pd.DataFrame:
 
 def readout_spectrum(readout: Readout, sentences: list[str], top: int = 100) -> pd.DataFrame:
     """The largest ``top`` normalised singular values of the readout's (centred) sentence-vector matrix."""
+    if isinstance(readout, TrainedReadout):
+        _same_settings(readout, sentences=len(dict.fromkeys(sentences)), top=top)
+        return readout.tables["spectrum"]
     values = singular_value_spectrum(readout.vectors(list(dict.fromkeys(sentences))))[:top]
     return pd.DataFrame({"backbone": readout.backbone, "method": readout.method,
                          "index": np.arange(1, len(values) + 1), "singular_value": values})
+
+
+def trained_readout(backbone: str, method: str, train_data: str, config: SelfGuidedConfig, stsb: STSDataset,
+                    sts_datasets: dict[str, STSDataset], threshold: float = 4.0, n_pairs: int = 10000, seed: int = 0,
+                    max_points: int = 5000, top: int = 100, data_dir=None, dev: STSDataset | None = None,
+                    runs_dir: Path | None = None, results_dir=None, **encoder_options) -> TrainedReadout:
+    """A trained run's sentence-token readout, labelled ``method``, measured as the untrained ones are: its
+    ``geometry`` row (:func:`readout_geometry` on ``stsb``, STS average over ``sts_datasets``), ``spectrum``
+    (:func:`readout_spectrum` on the sentences of ``stsb``) and ``cosine_bands`` (:func:`readout_cosine_bands`).
+    Each is an evaluation of the run: read from its committed results (``results/runs/sg/<key>/``) when there,
+    else computed on the run's model (trained first if its weights are gone) and committed, so a new machine
+    re-renders the geometry page without the models."""
+    from ..encode.backbones import backbone_sentence_pooling, load_backbone
+    from .runs import evaluation_settings, run_scores
+
+    def measured(model: Path) -> Readout:
+        return Readout(backbone, method, Encoder(load_backbone(str(model)), **encoder_options))
+
+    sentences = list(dict.fromkeys(stsb.sentences()))
+    settings = dict(pairs=len(stsb), threshold=threshold, n_pairs=n_pairs, seed=seed, max_points=max_points,
+                    datasets={name: len(d) for name, d in sts_datasets.items()}, sentences=len(sentences), top=top)
+    common = dict(readout=backbone_sentence_pooling(backbone), layer=-1, pairs=len(stsb),
+                  max_length=encoder_options.get("max_length", 128))
+    evaluations = {
+        "geometry": ({k: settings[k] for k in ("threshold", "n_pairs", "seed", "max_points", "datasets")},
+                     lambda model: pd.DataFrame([readout_geometry(measured(model), stsb, sts_datasets, threshold,
+                                                                  n_pairs, seed, max_points)])),
+        "spectrum": (dict(top=top), lambda model: readout_spectrum(measured(model), sentences, top)),
+        "cosine_bands": ({}, lambda model: readout_cosine_bands(measured(model), stsb)),
+    }
+    tables = {name: run_scores(backbone, train_data, config, name, evaluation_settings(__name__, **common, **extra),
+                               compute, data_dir, dev, runs_dir, results_dir)
+              for name, (extra, compute) in evaluations.items()}
+    return TrainedReadout(backbone, method, tables, settings)
+
+
+def _same_settings(readout: TrainedReadout, **asked) -> None:
+    differ = {k: (v, readout.settings[k]) for k, v in asked.items() if readout.settings[k] != v}
+    if differ:
+        raise ValueError(f"{readout.backbone} {readout.method}: its stored tables were measured with other settings "
+                         f"(asked vs stored: {differ}); measure it again with trained_readout(...) and these settings")
 
 
 def geometry_row(geometry: pd.DataFrame, backbone: str, method: str) -> pd.Series | None:
@@ -115,13 +177,22 @@ def geometry_row(geometry: pd.DataFrame, backbone: str, method: str) -> pd.Serie
 
 
 def geometry_trajectory(backbone: str, train_data: str, config: SelfGuidedConfig, dataset: STSDataset,
-                        dev: STSDataset, data_dir=None, runs_dir: Path | None = None) -> pd.DataFrame:
-    """Train SG / SG-OPT recording ``dataset``'s geometry at every evaluation (or reuse a finished recording).
+                        dev: STSDataset, data_dir=None, runs_dir: Path | None = None, results_dir=None) -> pd.DataFrame:
+    """Train SG / SG-OPT recording ``dataset``'s geometry at every evaluation; one row per evaluation: step, STS-B
+    dev score, alignment, uniformity, anisotropy.
 
-    The run is the same as :func:`bertsent.experiments.runs.train_or_reuse`'s (same configuration and seed;
-    the recording only reads the model), kept in its own directory ``<run id>-geometry``. Returns one row
-    per evaluation: step, STS-B dev score, alignment, uniformity, anisotropy.
+    The run is the same as :func:`bertsent.experiments.runs.train_or_reuse`'s (same configuration and seed; the
+    recording only reads the model), trained in its own directory ``<run id>-geometry``. The recording is an
+    evaluation of that run (``trajectory``), committed with it (``results/runs/sg/<key>/``; the run's record too if
+    it had none), so a new machine re-renders it without training.
     """
+    from .runs import evaluation_settings, record_sg_run, stored_run
+
+    stored = stored_run(backbone, train_data, config, results_dir, len(dev))
+    settings = evaluation_settings(__name__, pairs=len(dataset), max_length=config.max_length)
+    found = stored.scores("trajectory", settings) if stored.exists else None
+    if found is not None:
+        return found
     directory = Path(runs_dir or CACHE_DIR / "runs") / f"{run_id(backbone, train_data, config)}-geometry"
     recording = directory / "geometry.csv"
     if not ((directory / "train.json").is_file() and recording.is_file()):
@@ -135,7 +206,9 @@ def geometry_trajectory(backbone: str, train_data: str, config: SelfGuidedConfig
         frame.to_csv(recording, index=False)
         (directory / "recording.json").write_text(json.dumps({"config": asdict(config), "backbone": backbone,
                                                               "train_data": train_data}, indent=2) + "\n")
-    return pd.read_csv(recording)
+    if not stored.exists:
+        record_sg_run(stored, directory, backbone, train_data, config, len(dev))
+    return stored.add_scores("trajectory", settings, pd.read_csv(recording))
 
 
 # The geometry the papers claim contrastive training leaves: lower anisotropy, lower (more uniform) uniformity.

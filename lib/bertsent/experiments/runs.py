@@ -94,7 +94,7 @@ def _dev_set(dev, data_dir):
     return dev if dev is not None else load_stsb("dev", data_dir)
 
 
-def _record_sg(stored: StoredRun, directory: Path, backbone: str, train_data: str, config: SelfGuidedConfig,
+def record_sg_run(stored: StoredRun, directory: Path, backbone: str, train_data: str, config: SelfGuidedConfig,
                dev_pairs: int) -> None:
     """Commit a finished run's results from its ``.cache`` directory."""
     summary = json.loads((directory / "train.json").read_text(encoding="utf-8"))
@@ -134,7 +134,7 @@ def train_or_reuse(backbone: str, train_data: str, config: SelfGuidedConfig, dat
         train_self_guided(backbone, training_sentences(train_data, data_dir), dev, directory, config,
                           show_progress=show_progress)
     if not stored.exists:  # the first finished run is the record; a retrained one keeps its own train.json in .cache
-        _record_sg(stored, directory, backbone, train_data, config, len(dev))
+        record_sg_run(stored, directory, backbone, train_data, config, len(dev))
     return directory
 
 
