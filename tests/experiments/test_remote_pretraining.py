@@ -23,6 +23,11 @@ def test_pack_train_unpack_round_trip(tmp_path, monkeypatch):
     assert sorted(p.name for p in (carry / "corpus").iterdir()) == ["enwiki-2018.txt.xz"]
     assert (carry / "tokenizer" / "vocab.txt").is_file()
 
+    from bertsent.encode import backbones
+    from bertsent.training.pretraining import TOKENIZER_SOURCE
+
+    # train() points the tokenizer's name at the packed copy, as on the GPU machine: undone after this test
+    monkeypatch.setitem(backbones.REGISTRY, TOKENIZER_SOURCE, backbones.REGISTRY[TOKENIZER_SOURCE])
     out = tmp_path / "out"
     done = remote.train(carry, out, budget_seconds=3600, work=tmp_path / "work", overrides=TINY, ladder=(4, 6),
                         probe_steps=4, probe_from=2)
