@@ -19,6 +19,11 @@ SMOKE_FIXTURES = Path(__file__).parent / "fixtures" / "smoke_results"
 # were made on AVX512; every other capability has its own copy, compared just as exactly.
 SMOKE_FIXTURES_CAPABILITY = "AVX512"
 SMOKE_FIXTURES_BY_CPU = Path(__file__).parent / "fixtures" / "smoke_results_by_cpu"
+# A CSV stored for another instruction set only (an output added where one kind of CPU was at hand) is compared with
+# that copy to this absolute tolerance (points) instead of exactly, text still exactly. Measured between the
+# AVX-512 and AVX2 copies of the untrained STS tables: at most 0.0104 on the seven-set scores (0.052 on single
+# 24-pair subsets); trained rows differ by points and must have a copy of their own.
+CROSS_CPU_TOLERANCE = 0.1
 
 
 def smoke_fixtures_for_this_cpu() -> Path:
@@ -45,13 +50,15 @@ def _read_text_table(path: Path) -> pd.DataFrame:
     return table.drop(columns=[c for c in table.columns if _volatile(c)])
 
 
-def _same_number(a: str, b: str) -> bool:
+def _same_number(a: str, b: str, absolute: float | None = None) -> bool:
     if a == b:
         return True
     try:
         x, y = float(a), float(b)
     except ValueError:
         return False
+    if absolute is not None:
+        return abs(x - y) <= absolute
     return abs(x - y) <= RELATIVE_TOLERANCE * max(abs(x), abs(y))
 
 
@@ -71,20 +78,37 @@ def _store_smoke_fixtures(name: str, outputs: dict[str, Path], fixtures: Path = 
         _read_text_table(path).to_csv(target / relative, index=False)
 
 
-def _compare_with_smoke_fixtures(name: str, outputs: dict[str, Path], fixtures: Path = SMOKE_FIXTURES) -> list[str]:
+def _other_cpu_fixtures(fixtures: Path) -> list[Path]:
+    """Every other instruction set's fixture folder (the main one first)."""
+    folders = [SMOKE_FIXTURES, *sorted(p for p in SMOKE_FIXTURES_BY_CPU.glob("*") if p.is_dir())]
+    return [folder for folder in folders if folder.resolve() != Path(fixtures).resolve()]
+
+
+def _compare_with_smoke_fixtures(name: str, outputs: dict[str, Path], fixtures: Path = SMOKE_FIXTURES,
+                                 others: list[Path] = ()) -> list[str]:
+    """Problems found comparing a run's CSVs with ``fixtures``; a CSV stored only in one of ``others`` (another
+    instruction set's folders) is compared with that copy at :data:`CROSS_CPU_TOLERANCE`."""
     stored = {p.relative_to(fixtures / name).as_posix(): p for p in sorted((fixtures / name).rglob("*.csv"))}
-    problems = [f"{name}: {path} is written but has no stored copy" for path in sorted(set(outputs) - set(stored))]
+    borrowed = {}
+    for other in others:
+        for p in sorted((other / name).rglob("*.csv")):
+            borrowed.setdefault(p.relative_to(other / name).as_posix(), p)
+    borrowed = {relative: p for relative, p in borrowed.items() if relative in outputs and relative not in stored}
+    problems = [f"{name}: {path} is written but has no stored copy"
+                for path in sorted(set(outputs) - set(stored) - set(borrowed))]
     problems += [f"{name}: {path} is stored but no longer written" for path in sorted(set(stored) - set(outputs))]
-    for relative in sorted(set(outputs) & set(stored)):
-        ours, theirs = _read_text_table(outputs[relative]), _read_text_table(stored[relative])
+    for relative in sorted(set(outputs) & (set(stored) | set(borrowed))):
+        absolute = None if relative in stored else CROSS_CPU_TOLERANCE
+        ours, theirs = _read_text_table(outputs[relative]), _read_text_table(stored.get(relative, borrowed.get(relative)))
         if list(ours.columns) != list(theirs.columns) or ours.shape != theirs.shape:
             problems.append(f"{name}: {relative}: columns or rows differ: {list(ours.columns)} x {len(ours)} now, "
                             f"{list(theirs.columns)} x {len(theirs)} stored")
             continue
         for column in ours.columns:
             for row, (now, before) in enumerate(zip(ours[column], theirs[column])):
-                if not _same_number(now, before):
-                    problems.append(f"{name}: {relative}, row {row}, {column}: {now!r} now, {before!r} stored")
+                if not _same_number(now, before, absolute):
+                    where = "stored" if absolute is None else f"stored for another CPU (tolerance {absolute})"
+                    problems.append(f"{name}: {relative}, row {row}, {column}: {now!r} now, {before!r} {where}")
     return problems
 
 
@@ -135,7 +159,7 @@ def test_smoke_run(name, tmp_path, monkeypatch, request):
     assert (fixtures / name).is_dir(), (
         f"no smoke fixtures of {name} for this CPU's instruction set ({fixtures}); make them with --update-smoke-fixtures "
         "(see this test's docstring) and check them with a second run")
-    problems = _compare_with_smoke_fixtures(name, outputs, fixtures)
+    problems = _compare_with_smoke_fixtures(name, outputs, fixtures, _other_cpu_fixtures(fixtures))
     assert not problems, (f"smoke outputs differ from {fixtures} (if the change is meant to change "
                           "numbers, see this test's docstring):\n" + "\n".join(problems[:20]))
 
@@ -153,6 +177,21 @@ def test_smoke_comparison_tolerates_only_rounding_noise(tmp_path):
     assert _compare_with_smoke_fixtures("nb", {"t.csv": written}, fixtures) == [
         "nb: t.csv, row 0, spearman: '71.2399' now, '71.2345' stored"]
     assert _compare_with_smoke_fixtures("nb", {}, fixtures) == ["nb: t.csv is stored but no longer written"]
+
+
+def test_a_csv_stored_for_another_cpu_only_is_compared_with_that_copy_loosely(tmp_path):
+    this_cpu, other_cpu, written = tmp_path / "this", tmp_path / "other", tmp_path / "claims.csv"
+    written.write_text("claim,our_effect,verdict\na > b,3.6565,reproduced\n")
+    _store_smoke_fixtures("nb", {"claims.csv": written}, other_cpu)
+    (this_cpu / "nb").mkdir(parents=True)
+    written.write_text("claim,our_effect,verdict\na > b,3.6600,reproduced\n")  # within CROSS_CPU_TOLERANCE
+    assert _compare_with_smoke_fixtures("nb", {"claims.csv": written}, this_cpu, [other_cpu]) == []
+    assert _compare_with_smoke_fixtures("nb", {"claims.csv": written}, this_cpu) == [
+        "nb: claims.csv is written but has no stored copy"]
+    written.write_text("claim,our_effect,verdict\na > b,3.9000,within noise\n")
+    assert _compare_with_smoke_fixtures("nb", {"claims.csv": written}, this_cpu, [other_cpu]) == [
+        "nb: claims.csv, row 0, our_effect: '3.9000' now, '3.6565' stored for another CPU (tolerance 0.1)",
+        "nb: claims.csv, row 0, verdict: 'within noise' now, 'reproduced' stored for another CPU (tolerance 0.1)"]
 
 
 def test_unknown_parameter_is_refused():

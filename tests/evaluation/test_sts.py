@@ -1,6 +1,7 @@
 import math
 
 import numpy as np
+import pytest
 from scipy.stats import spearmanr
 
 from bertsent.data.sts import SentencePairs, STSDataset
@@ -45,3 +46,36 @@ def test_cosine_rows():
     a = np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
     b = np.array([[0.0, 2.0], [2.0, 2.0], [1.0, 0.0]])
     assert np.allclose(cosine_rows(a, b), [0.0, 1.0, 0.0])
+
+
+def test_paired_bootstrap_se_matches_a_brute_force_loop():
+    from bertsent.evaluation.sts import paired_bootstrap_se
+
+    rng = np.random.default_rng(3)
+    gold = rng.normal(size=400)
+    a, b = gold + rng.normal(size=400), gold + 2 * rng.normal(size=400)
+    draws = np.random.default_rng(0)  # the function's own draws, replayed one resample at a time
+    loop = []
+    for start in range(0, 300, 100):
+        for row in draws.integers(0, 400, size=(100, 400)):
+            loop.append(spearmanr(a[row], gold[row]).statistic - spearmanr(b[row], gold[row]).statistic)
+    assert math.isclose(paired_bootstrap_se(gold, a, b, resamples=300, seed=0), 100 * np.std(loop, ddof=1), rel_tol=1e-9)
+
+
+def test_paired_bootstrap_pairs_the_readouts():
+    from bertsent.evaluation.sts import paired_bootstrap_se
+
+    rng = np.random.default_rng(4)
+    gold = rng.normal(size=300)
+    noisy = gold + rng.normal(size=300)
+    assert paired_bootstrap_se(gold, noisy, noisy) == 0.0  # same readout: the difference never moves
+    # a readout and a monotone transform of it rank every draw alike: paired, they never differ
+    assert paired_bootstrap_se(gold, noisy, np.exp(noisy)) == 0.0
+    with pytest.raises(ValueError, match="same pairs"):
+        paired_bootstrap_se(gold, noisy, noisy[:-1])
+
+
+def test_average_difference_se_adds_independent_sets_in_quadrature():
+    from bertsent.evaluation.sts import average_difference_se
+
+    assert math.isclose(average_difference_se([3.0, 4.0]), 2.5)  # sqrt(9 + 16) / 2

@@ -85,3 +85,34 @@ def test_baseline_table_is_one_row_per_readout_with_the_average_of_seven():
     assert math.isnan(partial.loc[("t", "cls"), "avg"]) and partial.loc[("t", "mean"), "avg"] == 63.0
     # fewer than seven datasets: no average column, columns in the order asked
     assert list(baseline_table(scores, "all", ["sts13", "stsb"]).columns) == ["sts13", "stsb"]
+
+
+def test_baseline_claims_take_the_papers_difference_on_the_same_datasets():
+    from bertsent.experiments.sts_tables import DIFFERENCE_COLUMNS, baseline_claims
+
+    differences = pd.DataFrame([("m", "mean > cls", "mean", "cls", "the 7 STS sets", 10.0, 1.0, 1000),
+                                ("m", "glove_mean > mean", "glove_mean", "mean", "stsb+sickr", -3.0, 1.0, 1000)],
+                               columns=DIFFERENCE_COLUMNS)
+    claims = baseline_claims(differences).set_index("claim")
+    assert math.isclose(claims.loc["mean > cls", "paper_effect"], 52.57 - 31.40, abs_tol=0.01)  # Table 2 averages
+    # GloVe - BERT mean on STS-B and SICK-R only: ((58.02 - 47.29) + (53.76 - 58.22)) / 2
+    assert math.isclose(claims.loc["glove_mean > mean", "paper_effect"], 3.135, abs_tol=1e-9)
+    assert claims["tolerance"].tolist() == [2.0, 2.0]
+    assert claims["verdict"].tolist() == ["direction only", "not reproduced"]
+
+
+def test_figure1_differences_pick_the_grids_cells_and_claims_judge_them(minilm):
+    from bertsent.experiments.sts_tables import figure1_claims, figure1_differences
+
+    sts = load_sts_datasets(["stsb"], max_pairs=30)
+    encoder = Encoder(minilm, show_progress=False)
+    table, _ = layer_pooling_scores(encoder, sts)
+    grid = layer_pooling_grid(table, "stsb")
+    differences = figure1_differences(encoder, sts["stsb"], grid, "cls", resamples=50)
+    best, worst = grid_extremes(grid).values()
+    assert differences["a"][0] == f"layer {best['layer']} {best['pooling']}"
+    assert differences["b"][1] == f"layer {grid.index.max()} cls"
+    assert math.isclose(differences["difference"][0], best["spearman"] - worst["spearman"], abs_tol=1e-9)
+    assert (differences["standard_error"] > 0).all()
+    claims = figure1_claims(differences)
+    assert claims["paper_effect"].round(2).tolist() == [46.48, 42.89]

@@ -1,11 +1,18 @@
-"""The STS tables of the book, as functions: every layer x pooling of a backbone, and the untrained baselines."""
+"""The STS tables of the book, as functions: every layer x pooling of a backbone, and the untrained baselines;
+and the paper's claims about them (Figure 1, the untrained rows of Table 2), judged by
+:mod:`bertsent.report.claims` with the noise of the test pairs' sample (a paired bootstrap: these readouts have no
+training seed)."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from ..data.sts import STS_DATASETS, STSDataset, load_sts
 from ..encode.encoder import Encoder
-from ..evaluation.sts import AGGREGATIONS, cosine_rows, evaluate_sts
+from ..evaluation.sts import (AGGREGATIONS, BOOTSTRAP_RESAMPLES, average_difference_se, cosine_rows, evaluate_sts,
+                              paired_bootstrap_se, spearman_x100)
+from ..report import reported
+from ..report.claims import claims_table, judge, pair_sampling_noise
 
 METHOD_VERSION = 1  # bump when the maths changes
 
@@ -15,6 +22,11 @@ BASELINE_COLUMNS = ["backbone", "method", "dataset", "aggregation", "spearman"]
 # token: [CLS] for an encoder, the last token for a causal LM (see baseline_poolings); the row keeps the name "cls".
 BASELINE_METHODS = {"cls": ("cls", -1), "mean": ("mean", -1), "first_last_avg": ("first_last_avg", -1)}
 GLOVE_METHOD = "glove_mean"
+# The paper's claims about its untrained rows (Table 2: GloVe, BERT-base [CLS] and mean), "A > B" on the average
+# over the STS sets; "cls" is the backbone's sentence token (a causal LM's last token).
+BASELINE_CLAIMS = [("mean", "cls"), (GLOVE_METHOD, "cls"), (GLOVE_METHOD, "mean")]
+# A measured difference between two deterministic readouts and its noise: what a claims table is judged from.
+DIFFERENCE_COLUMNS = ["backbone", "claim", "a", "b", "datasets", "difference", "standard_error", "resamples"]
 
 
 def load_sts_datasets(names=STS_DATASETS, data_dir=None, max_pairs: int | None = None) -> dict[str, STSDataset]:
@@ -153,3 +165,109 @@ def figure1_checks(grid: pd.DataFrame, shallow_layers=(1, 2, 3), sentence_poolin
         "cls_weakest_layers": int((grid.loc[defined_cls].idxmin(axis=1) == sentence_pooling).sum()),
         "cls_layers": len(defined_cls),
     }
+
+
+def readout_predictions(encoder: Encoder, datasets: dict[str, STSDataset], pooling: str,
+                        layer: int = -1) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per dataset, the cosine of every pair under one readout (``pooling`` of hidden state ``layer``) and the gold
+    scores, the subsets concatenated (what the ``all`` aggregation scores). With a cached encoder this reads the
+    vectors the tables above already computed."""
+    predictions = {}
+    for name, dataset in datasets.items():
+        pooled = encoder.encode(dataset.sentences(), [pooling])
+        at = layer % pooled.n_layers
+        predicted = [cosine_rows(pooled.lookup(pairs.sentences1, pooling, at), pooled.lookup(pairs.sentences2, pooling, at))
+                     for pairs in dataset.subsets.values()]
+        gold = [np.asarray(pairs.scores, dtype=np.float64) for pairs in dataset.subsets.values()]
+        predictions[name] = (np.concatenate(predicted), np.concatenate(gold))
+    return predictions
+
+
+def readout_difference(a: dict, b: dict, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> tuple[float, float]:
+    """Readout a's STS score minus b's, averaged over the datasets both were scored on (the ``all`` aggregation), and
+    the standard error of that difference from a paired bootstrap over each dataset's pairs (``a``, ``b``: from
+    :func:`readout_predictions`, on the same pairs)."""
+    names = [name for name in a if name in b]
+    differences, errors = [], []
+    for name in names:
+        (predicted_a, gold), (predicted_b, _) = a[name], b[name]
+        differences.append(spearman_x100(predicted_a, gold) - spearman_x100(predicted_b, gold))
+        errors.append(paired_bootstrap_se(gold, predicted_a, predicted_b, resamples, seed))
+    return float(np.mean(differences)), average_difference_se(errors)
+
+
+def _datasets_label(names) -> str:
+    names = list(names)
+    return f"the {len(names)} STS sets" if len(names) == len(STS_DATASETS) else "+".join(names)
+
+
+def baseline_differences(encoders: dict[str, Encoder], datasets: dict[str, STSDataset],
+                         resamples: int = BOOTSTRAP_RESAMPLES) -> pd.DataFrame:
+    """The measured side of :data:`BASELINE_CLAIMS` on every transformer backbone of ``encoders`` (GloVe, where
+    ``encoders`` has a GloVe backbone, is the same vectors for every backbone's claim): :data:`DIFFERENCE_COLUMNS`."""
+    glove = [e for e in encoders.values() if e.backbone.kind == "glove"]
+    rows = []
+    for name, encoder in encoders.items():
+        if encoder.backbone.kind == "glove":
+            continue
+        methods = baseline_poolings(encoder.backbone)
+        predictions = {}
+        for a, b in BASELINE_CLAIMS:
+            if GLOVE_METHOD in (a, b) and not glove:
+                continue
+            for method in (a, b):
+                if method not in predictions:
+                    predictions[method] = (readout_predictions(glove[0], datasets, "mean", 0) if method == GLOVE_METHOD
+                                           else readout_predictions(encoder, datasets, methods[method], -1))
+            difference, error = readout_difference(predictions[a], predictions[b], resamples)
+            rows.append((name, f"{a} > {b}", a, b, _datasets_label(datasets), difference, error, resamples))
+    return pd.DataFrame(rows, columns=DIFFERENCE_COLUMNS)
+
+
+def baseline_claims(differences: pd.DataFrame) -> pd.DataFrame:
+    """The paper's claims about its untrained rows, judged: our difference (:func:`baseline_differences`) against the
+    paper's on the same datasets (BERT-base's [CLS] and mean, GloVe; Table 2), the tolerance 2 bootstrap SEs."""
+    paper = reported.sg_opt_sts_table()
+    rows = []
+    for row in differences.itertuples():
+        names = list(STS_DATASETS) if row.datasets.startswith("the ") else row.datasets.split("+")
+        side = {method: paper.loc[("GloVe", GLOVE_METHOD) if method == GLOVE_METHOD else ("BERT-base", method), names]
+                for method in (row.a, row.b)}
+        rows.append(judge(row.claim, row.difference, float((side[row.a] - side[row.b]).mean()),
+                          pair_sampling_noise(row.standard_error, row.resamples), backbone=row.backbone,
+                          datasets=row.datasets))
+    return claims_table(rows)
+
+
+def figure1_differences(encoder: Encoder, dataset: STSDataset, grid: pd.DataFrame, sentence_pooling: str,
+                        resamples: int = BOOTSTRAP_RESAMPLES) -> pd.DataFrame:
+    """The measured side of Figure 1's two claims on one backbone (``grid``: its STS-B layer x pooling grid):
+    the best cell against the worst, and the best shallow cell (layers 1-3) against the last layer's sentence
+    token. The cells are picked on the test set itself, as the paper's figure picks them; the bootstrap SE is that
+    of the two picked cells (it does not count the picking). :data:`DIFFERENCE_COLUMNS`."""
+    checks = figure1_checks(grid, sentence_pooling=sentence_pooling)
+    last = {"layer": int(grid.index.max()), "pooling": sentence_pooling}
+    pairs = {"best cell > worst cell": (checks["best"], checks["worst"]),
+             "best shallow cell > last-layer sentence token": (checks["best_shallow"], last)}
+    rows = []
+    for claim, (a, b) in pairs.items():
+        difference, error = readout_difference(
+            *(readout_predictions(encoder, {dataset.name: dataset}, cell["pooling"], cell["layer"]) for cell in (a, b)),
+            resamples)
+        rows.append((encoder.backbone.name, claim, f"layer {a['layer']} {a['pooling']}",
+                     f"layer {b['layer']} {b['pooling']}", dataset.name, difference, error, resamples))
+    return pd.DataFrame(rows, columns=DIFFERENCE_COLUMNS)
+
+
+def figure1_claims(differences: pd.DataFrame) -> pd.DataFrame:
+    """Figure 1's claims judged (:func:`figure1_differences`), against BERT-base on STS-B: best (layer 2 max, 63.19)
+    minus worst (layer 10 [CLS], 16.71); best shallow cell (the same layer 2 max) minus the last layer's [CLS]
+    (20.30, the paper's Table 2)."""
+    figure = reported.SG_OPT_FIGURE1
+    paper = {"best cell > worst cell": figure["best"]["spearman"] - figure["worst"]["spearman"],
+             "best shallow cell > last-layer sentence token":
+                 figure["best"]["spearman"] - float(reported.sg_opt_sts_table().loc[("BERT-base", "cls"), "stsb"])}
+    return claims_table([judge(row.claim, row.difference, paper[row.claim],
+                               pair_sampling_noise(row.standard_error, row.resamples), backbone=row.backbone,
+                               cells=f"{row.a} vs {row.b}")
+                         for row in differences.itertuples()])

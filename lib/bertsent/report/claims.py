@@ -27,7 +27,7 @@ occur. Rows a paper says nothing about (our own extra ablations) get :data:`NO_C
 The tolerance
 -------------
 Every tolerance is ``z`` (:data:`Z` = 2) standard errors of the compared difference and says where it came from
-(:class:`Noise`, the ``noise_source`` column). Two ways of getting one:
+(:class:`Noise`, the ``noise_source`` column). Three ways of getting one:
 
 * :func:`seed_noise`, for results with training seeds: the standard error of a difference of means over seeds,
   ``sqrt(sd_a^2/n_a + sd_b^2/n_b)`` (more sides for a difference of differences), each ``sd`` the standard deviation
@@ -40,6 +40,9 @@ Every tolerance is ``z`` (:data:`Z` = 2) standard errors of the compared differe
   reproduced.
 * :func:`dev_set_noise`, for GLUE-style dev scores with one fine-tuning per model: the binomial standard error of
   a difference of two accuracies on the same number of dev examples (``1/sqrt(n)`` for a Matthews correlation).
+* :func:`pair_sampling_noise`, for two deterministic readouts (no seed at all: untrained encoders, GloVe) scored on
+  the same test pairs: their difference still depends on which pairs the test set happens to hold. The standard
+  error comes from a paired bootstrap over the pairs (:func:`bertsent.evaluation.sts.paired_bootstrap_se`).
 
 Example
 -------
@@ -163,6 +166,18 @@ def dev_set_noise(dev_examples: int, score: float, metric: str = "accuracy", z: 
         standard_error, how = math.sqrt(max(p * (1 - p), 1e-4) / dev_examples), f"binomial SE at {score:.1f}%"
     return Noise(100 * z * math.sqrt(2) * standard_error, "no seeds (one fine-tuning each)",
                  f"{z:g} SE of a difference of two dev scores: {how}, {dev_examples} dev examples")
+
+
+def pair_sampling_noise(standard_error: float, resamples: int, z: float = Z) -> Noise:
+    """``z`` standard errors of a difference between two deterministic readouts, from a paired bootstrap over the
+    test pairs (``standard_error`` in points, e.g. :func:`~bertsent.evaluation.sts.average_difference_se` of the
+    seven sets' :func:`~bertsent.evaluation.sts.paired_bootstrap_se`).
+
+    >>> pair_sampling_noise(0.8, 1000).tolerance
+    1.6
+    """
+    return Noise(z * standard_error, "none (deterministic)",
+                 f"{z:g} SE of a paired bootstrap over the test pairs ({resamples} resamples)")
 
 
 def _verdict(ours: float, paper: float | None, direction: int, tolerance: float) -> str:
