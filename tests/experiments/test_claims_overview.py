@@ -30,6 +30,18 @@ def _write_sg_inputs(folder, gain):
     domain = (_sts_rows("m", "whitening", "stsb_all", "-", 60.0) + _sts_rows("m", "whitening", "snli", "-", 55.0)
               + _sts_rows("m", "sg_opt", "stsb_all", 1, 62.0) + _sts_rows("m", "sg_opt", "snli", 1, 61.0))
     pd.DataFrame(domain).to_csv(folder / "sg_domain.csv", index=False)
+    _write_deterministic_differences(folder)
+
+
+def _write_deterministic_differences(folder):
+    """The untrained readouts' measured differences (pages layer_pooling, sts_baselines), SE 1 point each."""
+    from bertsent.experiments.sts_tables import DIFFERENCE_COLUMNS
+
+    pd.DataFrame([("m", "best cell > worst cell", "layer 2 max", "layer 5 cls", "stsb", 40.0, 1.0, 1000),
+                  ("m", "best shallow cell > last-layer sentence token", "layer 2 max", "layer 6 cls", "stsb", 0.5, 1.0,
+                   1000)], columns=DIFFERENCE_COLUMNS).to_csv(folder / "layer_pooling_differences.csv", index=False)
+    pd.DataFrame([("m", "mean > cls", "mean", "cls", "the 7 STS sets", 25.0, 1.0, 1000)],
+                 columns=DIFFERENCE_COLUMNS).to_csv(folder / "sts_baselines_differences.csv", index=False)
 
 
 def _claim(table, claim):
@@ -53,7 +65,11 @@ def test_a_claim_flips_from_within_noise_to_reproduced_as_the_gap_grows(tmp_path
 def test_sg_opt_chapter_writes_each_table_under_the_pages_file_name(tmp_path):
     _write_sg_inputs(tmp_path, 3.0)
     tables = overview.sg_opt_claims(tmp_path)
-    assert list(tables) == ["sts_main_claims.csv", "sg_ablations_claims.csv", "sg_domain_claims.csv"]
+    assert list(tables) == ["layer_pooling_claims.csv", "sts_baselines_claims.csv", "sts_main_claims.csv",
+                            "sg_ablations_claims.csv", "sg_domain_claims.csv"]
+    figure1 = tables["layer_pooling_claims.csv"].set_index("claim")["verdict"]
+    assert figure1.tolist() == ["reproduced", "within noise"]  # 40 of 46.48 (ratio 0.86); 0.5 against 2 SE = 2
+    assert _claim(tables["sts_baselines_claims.csv"], "mean > cls")["verdict"] == "reproduced"
     assert _claim(tables["sg_ablations_claims.csv"], "no_head < sg_opt")["our_effect"] == pytest.approx(-1.0)
     domain = tables["sg_domain_claims.csv"]
     robust = domain[(domain["claim"] == "sg_opt more robust than whitening (avg)")].iloc[0]
@@ -63,6 +79,9 @@ def test_sg_opt_chapter_writes_each_table_under_the_pages_file_name(tmp_path):
 
 
 def test_a_missing_csv_names_the_page_to_run(tmp_path):
+    with pytest.raises(overview.MissingResults, match=r"layer_pooling.*python -m bertsent.book run layer_pooling"):
+        overview.sg_opt_claims(tmp_path)
+    _write_deterministic_differences(tmp_path)
     with pytest.raises(overview.MissingResults, match=r"sg_opt_sts.*python -m bertsent.book run sg_opt_sts"):
         overview.sg_opt_claims(tmp_path)
     with pytest.raises(overview.MissingResults, match="bert_pretraining"):

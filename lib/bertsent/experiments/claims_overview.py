@@ -27,6 +27,7 @@ from ..report.claims import claims_summary
 from .bert_ablations import compare_rows, glue_scores, run_label
 from .geometry import geometry_claims
 from .self_guided import METHOD_LOSSES, ablation_claims, domain_claims, seed_spreads, sts_claims
+from .sts_tables import baseline_claims, figure1_claims
 
 METHOD_VERSION = 1  # bump when the maths changes
 
@@ -74,17 +75,22 @@ def _trained_sets(scores: pd.DataFrame) -> list[str]:
 
 
 def sg_opt_claims(inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataFrame]:
-    """The SG-OPT chapter's claims: the main STS table's (``sts_main.csv`` of ``sg_opt_sts``), the ablations'
+    """The SG-OPT chapter's claims: Figure 1's (``layer_pooling_differences.csv`` of ``layer_pooling``), the untrained
+    rows' (``sts_baselines_differences.csv`` of ``sts_baselines``; both differences of deterministic readouts with
+    their paired-bootstrap SEs), the main STS table's (``sts_main.csv`` of ``sg_opt_sts``), the ablations'
     (``sg_ablations.csv`` of ``sg_opt_ablations``) and the domain-robustness ones (``sg_domain.csv`` of
     ``sg_opt_domain``), by the file each page writes them to. One-seed rows borrow SG-OPT's seed spread measured on
     the ablation page (:func:`~bertsent.experiments.self_guided.seed_spreads`), as the pages do."""
+    figure1 = figure1_claims(read_results("layer_pooling", "layer_pooling_differences.csv", inputs_dir, per_page))
+    baselines = baseline_claims(read_results("sts_baselines", "sts_baselines_differences.csv", inputs_dir, per_page))
     scores = read_results("sg_opt_sts", "sts_main.csv", inputs_dir, per_page)
     ablations = read_results("sg_opt_ablations", "sg_ablations.csv", inputs_dir, per_page)
     domain = read_results("sg_opt_domain", "sg_domain.csv", inputs_dir, per_page)
     spreads = seed_spreads(ablations)
     paper_avg = reported.sg_opt_sts_table().loc["BERT-base", "avg"].rename({"bert_flow": "whitening"})
     paper_domain = reported.sg_opt_domain_changes().rename(index={"bert_flow": "whitening"})
-    return {"sts_main_claims.csv": sts_claims(scores, paper_avg, STS_CLAIMS, _trained_sets(scores), spreads),
+    return {"layer_pooling_claims.csv": figure1, "sts_baselines_claims.csv": baselines,
+            "sts_main_claims.csv": sts_claims(scores, paper_avg, STS_CLAIMS, _trained_sets(scores), spreads),
             "sg_ablations_claims.csv": ablation_claims(ablations),
             "sg_domain_claims.csv": domain_claims(domain, paper_domain, spreads)}
 
@@ -174,7 +180,8 @@ def attention_pooling_claims(inputs_dir=None, per_page: bool = False) -> dict[st
 
 
 CHAPTERS = {
-    "sg-opt": Chapter(sg_opt_claims, ("sg_opt_sts", "sg_opt_ablations", "sg_opt_domain")),
+    "sg-opt": Chapter(sg_opt_claims, ("layer_pooling", "sts_baselines", "sg_opt_sts", "sg_opt_ablations",
+                                      "sg_opt_domain")),
     "geometry": Chapter(geometry_claims_overview, ("isotropy",)),
     "bert": Chapter(bert_claims, ("bert_pretraining", "bert_ablations")),
     "attention-pooling": Chapter(attention_pooling_claims, ("attention_pooling_ablation", "attention_pooling_layers",
