@@ -56,26 +56,42 @@ def _results_dir(profile: str, overrides: dict | None, results_dir) -> Path | No
     return None if is_canonical(profile, overrides) else rerun_folder(PAGE, profile, overrides) / "results"
 
 
+def _page_dev(parameters):
+    from ..data.sts import load_stsb
+
+    dev = load_stsb("dev", parameters["data_dir"])
+    return dev.head(parameters["dev_pairs"]) if parameters["dev_pairs"] else dev
+
+
+def stored_page_runs(profile: str = "quick", overrides: dict | None = None, backbones: list[str] | None = None,
+                     results_dir=None) -> list[tuple[dict, object]]:
+    """The page's runs (:func:`page_runs`), each with its stored-run handle (:func:`~bertsent.experiments.runs.stored_run`:
+    its key and whether its results are under ``results_dir``, default as in the module doc)."""
+    from ..book import resolve_parameters
+    from .runs import stored_run
+
+    parameters = resolve_parameters(PAGE, profile, overrides)
+    results_dir = _results_dir(profile, overrides, results_dir)
+    dev_pairs = len(_page_dev(parameters))
+    return [(run, stored_run(run["backbone"], run["train_data"], run["config"], results_dir, dev_pairs))
+            for run in page_runs(profile, overrides, backbones)]
+
+
 def train_page_runs(profile: str = "quick", overrides: dict | None = None, backbones: list[str] | None = None,
                     results_dir=None, max_runs: int | None = None, log=print) -> list[dict]:
     """Train and score the page's runs that are not stored yet (at most ``max_runs`` of them); returns one dict per
     run handled: its key, whether it was stored before, and the seconds it took."""
     from ..book import resolve_parameters
-    from ..data.sts import load_stsb
-    from .runs import stored_run
     from .self_guided import trained_scores
     from .sts_tables import load_sts_datasets
 
     parameters = resolve_parameters(PAGE, profile, overrides)
-    results_dir = _results_dir(profile, overrides, results_dir)
     sts = load_sts_datasets(parameters["datasets"], parameters["data_dir"], parameters["max_pairs"])
-    dev = load_stsb("dev", parameters["data_dir"])
-    dev = dev.head(parameters["dev_pairs"]) if parameters["dev_pairs"] else dev
+    dev = _page_dev(parameters)
     encoder_options = dict(batch_size=parameters["batch_size"], max_length=parameters["max_length"],
                            show_progress=False)
     done, trained = [], 0
-    for run in page_runs(profile, overrides, backbones):
-        stored = stored_run(run["backbone"], run["train_data"], run["config"], results_dir, len(dev))
+    for run, stored in stored_page_runs(profile, overrides, backbones, results_dir):
         before = stored.exists
         if not before and max_runs is not None and trained >= max_runs:
             log(f"{stored.key}: left for a later call (--max-runs {max_runs})")
@@ -83,7 +99,8 @@ def train_page_runs(profile: str = "quick", overrides: dict | None = None, backb
         start = time.time()
         # cache=False: a trained model is scored once; nothing to keep for later
         trained_scores(run["backbone"], run["train_data"], run["config"], sts, dev, parameters["data_dir"],
-                       parameters["runs_dir"], results_dir, cache=False, **encoder_options)
+                       parameters["runs_dir"], _results_dir(profile, overrides, results_dir), cache=False,
+                       **encoder_options)
         seconds = round(time.time() - start, 1)
         trained += not before
         log(f"{stored.key}: {'stored before, reused' if before else 'trained and scored'} ({seconds} s)")
@@ -112,16 +129,7 @@ def main(argv=None) -> int:
         torch.set_num_threads(args.threads)
     try:
         if args.list:
-            from ..book import resolve_parameters
-            from ..data.sts import load_stsb
-            from .runs import stored_run
-
-            parameters = resolve_parameters(PAGE, args.profile, overrides)
-            dev = load_stsb("dev", parameters["data_dir"])
-            dev_pairs = min(parameters["dev_pairs"] or len(dev), len(dev))
-            results_dir = _results_dir(args.profile, overrides, args.results_dir)
-            for run in page_runs(args.profile, overrides, args.backbone):
-                stored = stored_run(run["backbone"], run["train_data"], run["config"], results_dir, dev_pairs)
+            for _, stored in stored_page_runs(args.profile, overrides, args.backbone, args.results_dir):
                 print(f"{stored.key}: {'stored' if stored.exists else 'missing'}")
             return 0
         train_page_runs(args.profile, overrides, args.backbone, args.results_dir, args.max_runs)
