@@ -41,3 +41,11 @@ def test_runs_are_trained_once_then_reused_where_the_page_reads_them(tmp_path):
     assert sts_runs.train_page_runs("smoke", overrides, results_dir=tmp_path / "other", max_runs=0,
                                     log=skipped.append) == []
     assert skipped and "left for a later call" in skipped[0]
+
+
+def test_keys_pick_runs_in_the_order_given_and_an_unknown_key_is_refused():
+    listed = [stored.key for _, stored in sts_runs.stored_page_runs("quick", backbones=["gemma-3-270m"])]
+    picked = sts_runs.stored_page_runs("quick", keys=[listed[2], listed[0]])
+    assert [stored.key for _, stored in picked] == [listed[2], listed[0]]
+    with pytest.raises(ValueError, match="no-such-run: not a run of the STS page.*--list"):
+        sts_runs.stored_page_runs("quick", keys=["no-such-run"])

@@ -10,6 +10,7 @@ sg_opt_sts`` reads them instead of training. Runs already there are reused at on
     python -m bertsent.experiments.sts_runs --list                          # the runs, and which are stored
     python -m bertsent.experiments.sts_runs --backbone gemma-3-270m          # train/score the missing ones
     python -m bertsent.experiments.sts_runs --backbone gemma-3-270m --max-runs 1 --threads 2
+    python -m bertsent.experiments.sts_runs --key <a key --list prints>     # just that run (repeatable)
 
 Like the runner, only the canonical profiles (quick, paper) without overrides write under ``results/``; any other
 profile writes to its re-run folder (``.cache/reruns/sg_opt_sts-<profile>-<hash>/results``) unless
@@ -64,21 +65,30 @@ def _page_dev(parameters):
 
 
 def stored_page_runs(profile: str = "quick", overrides: dict | None = None, backbones: list[str] | None = None,
-                     results_dir=None) -> list[tuple[dict, object]]:
+                     results_dir=None, keys: list[str] | None = None) -> list[tuple[dict, object]]:
     """The page's runs (:func:`page_runs`), each with its stored-run handle (:func:`~bertsent.experiments.runs.stored_run`:
-    its key and whether its results are under ``results_dir``, default as in the module doc)."""
+    its key and whether its results are under ``results_dir``, default as in the module doc); ``keys``: only those
+    runs, in that order (each must be one of the page's)."""
     from ..book import resolve_parameters
     from .runs import stored_run
 
     parameters = resolve_parameters(PAGE, profile, overrides)
     results_dir = _results_dir(profile, overrides, results_dir)
     dev_pairs = len(_page_dev(parameters))
-    return [(run, stored_run(run["backbone"], run["train_data"], run["config"], results_dir, dev_pairs))
+    runs = [(run, stored_run(run["backbone"], run["train_data"], run["config"], results_dir, dev_pairs))
             for run in page_runs(profile, overrides, backbones)]
+    if keys:
+        by_key = {stored.key: (run, stored) for run, stored in runs}
+        unknown = [key for key in keys if key not in by_key]
+        if unknown:
+            raise ValueError(f"{', '.join(unknown)}: not a run of the STS page at profile {profile!r} "
+                             "(python -m bertsent.experiments.sts_runs --list names them)")
+        runs = [by_key[key] for key in keys]
+    return runs
 
 
 def train_page_runs(profile: str = "quick", overrides: dict | None = None, backbones: list[str] | None = None,
-                    results_dir=None, max_runs: int | None = None, log=print) -> list[dict]:
+                    results_dir=None, max_runs: int | None = None, log=print, keys: list[str] | None = None) -> list[dict]:
     """Train and score the page's runs that are not stored yet (at most ``max_runs`` of them); returns one dict per
     run handled: its key, whether it was stored before, and the seconds it took."""
     from ..book import resolve_parameters
@@ -91,7 +101,7 @@ def train_page_runs(profile: str = "quick", overrides: dict | None = None, backb
     encoder_options = dict(batch_size=parameters["batch_size"], max_length=parameters["max_length"],
                            show_progress=False)
     done, trained = [], 0
-    for run, stored in stored_page_runs(profile, overrides, backbones, results_dir):
+    for run, stored in stored_page_runs(profile, overrides, backbones, results_dir, keys):
         before = stored.exists
         if not before and max_runs is not None and trained >= max_runs:
             log(f"{stored.key}: left for a later call (--max-runs {max_runs})")
@@ -116,6 +126,7 @@ def main(argv=None) -> int:
                         help="override a page parameter (VALUE is JSON), as for python -m bertsent.book run")
     parser.add_argument("--backbone", action="append", help="only this backbone's runs (repeatable)")
     parser.add_argument("--results-dir", help="where the runs' results go (default: see the module doc)")
+    parser.add_argument("--key", action="append", help="only this run, by the key --list prints (repeatable)")
     parser.add_argument("--max-runs", type=int, help="train at most this many missing runs, then stop")
     parser.add_argument("--threads", type=int, help="PyTorch threads (default: PyTorch's)")
     parser.add_argument("--list", action="store_true", help="list the runs and whether each is stored; train nothing")
@@ -129,10 +140,10 @@ def main(argv=None) -> int:
         torch.set_num_threads(args.threads)
     try:
         if args.list:
-            for _, stored in stored_page_runs(args.profile, overrides, args.backbone, args.results_dir):
+            for _, stored in stored_page_runs(args.profile, overrides, args.backbone, args.results_dir, args.key):
                 print(f"{stored.key}: {'stored' if stored.exists else 'missing'}")
             return 0
-        train_page_runs(args.profile, overrides, args.backbone, args.results_dir, args.max_runs)
+        train_page_runs(args.profile, overrides, args.backbone, args.results_dir, args.max_runs, keys=args.key)
     except ValueError as error:  # ParameterError included
         parser.exit(2, f"error: {error}\n")
     return 0
