@@ -224,3 +224,20 @@ def test_settings_per_task():
                                    {"SST-2": 4000})
     assert "learning rate: SST-2 5e-05, CoLA 0.0001" in sentence and "epochs: 1;" in sentence
     assert "SST-2 4,000 (seeded subsamples), the others all" in sentence
+
+
+def test_angle_claims_weigh_the_share_above_the_threshold_against_the_seed_spread():
+    rows = [("RTE", "ce_scl", seed, angle) for seed, angles in ((1, [80, 95, 100, 70]), (2, [91, 92, 60, 99]),
+                                                                 (3, [100, 85, 93, 94]))
+            for angle in angles]
+    rows += [("RTE", "acl_embed", 1, a) for a in (10, 20, float("nan"))] + [("RTE", "ce", 1, 120.0)]
+    angles = pd.DataFrame(rows, columns=["task", "method", "seed", "angle"])
+    claims = acl.angle_claims(angles, 90.0).set_index("claim")
+    scl = claims.loc["CE and SCL gradients > 90 degrees apart (% of steps)"]
+    assert scl["our_effect"] == pytest.approx(100 * 8 / 12)  # 8 of the 12 steps
+    per_seed = np.array([50.0, 75.0, 75.0])  # seeds' shares: 2 of 4, 3 of 4, 3 of 4
+    assert scl["tolerance"] == pytest.approx(2 * per_seed.std(ddof=1) / np.sqrt(3))
+    assert scl["verdict"] == "reproduced" and np.isnan(scl["paper_effect"])
+    embed = claims.loc["CE and ACL-Embed gradients > 90 degrees apart (% of steps)"]
+    assert embed["our_effect"] == 0.0 and embed["verdict"] == "noise not measured"  # one seed: no verdict
+    assert len(claims) == 2  # CE alone has no angle claim

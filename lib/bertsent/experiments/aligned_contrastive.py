@@ -217,6 +217,26 @@ def angle_table(angles: pd.DataFrame, threshold: float = 90.0) -> pd.DataFrame:
     return pd.DataFrame(rows).reindex(columns=columns)
 
 
+def angle_claims(angles: pd.DataFrame, threshold: float = 90.0, methods=("ce_scl", "acl_embed")) -> pd.DataFrame:
+    """The paper's motivating observation, judged per task and pair: "the CE and contrastive gradients often point
+    more than ``threshold`` degrees apart". Our effect is the share of steps above the threshold (percent, pooled over
+    seeds), against a direction with no number (the paper gives no share). A run's steps are not independent draws
+    (neighbouring steps see similar weights), so the unit of noise is the seed: the tolerance is 2 SE of the mean of
+    the per-seed shares (:func:`~bertsent.report.claims.seed_noise`); with one seed there is no verdict. A share of 0
+    (no step above the threshold) is never a reproduction, whatever the noise."""
+    rows = []
+    measured = angles.dropna(subset=["angle"])
+    for (task, method), group in measured.groupby(["task", "method"], sort=False):
+        if method not in methods:
+            continue
+        per_seed = group.groupby("seed")["angle"].apply(lambda a: 100 * float((a > threshold).mean()))
+        spread = float(per_seed.std(ddof=1)) if len(per_seed) > 1 else 0.0
+        rows.append(judge(f"CE and {ANGLE_PAIRS.get(method, method).split(' vs ')[-1]} gradients > {threshold:g} degrees "
+                          "apart (% of steps)", 100 * float((group["angle"] > threshold).mean()), None,
+                          seed_noise(Side(spread, len(per_seed))), task=task))
+    return claims_table(rows)
+
+
 def lambda_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Score against lambda: mean, sd and seeds per (method, weight), and ``at_floor`` (every seed at the majority
     class); rows ordered by method then weight."""
