@@ -184,3 +184,22 @@ def test_labelled_scores_mark_untrained_readouts_with_dashes():
     trained = labelled_scores(scores, "m", "sg_opt", "stsb_all", 42)
     assert trained["seed"].tolist() == [42, 42] and (trained["train_data"] == "stsb_all").all()
     assert trained["spearman"].tolist() == [70.0, 60.0] and "backbone" not in scores  # the input is left alone
+
+
+def test_transfer_claim_averages_the_tasks_and_their_test_set_noise():
+    import math
+
+    import pandas as pd
+
+    from bertsent.experiments.self_guided import transfer_claims
+    from bertsent.report import reported
+
+    rows = [("m", "mean", "mr", 80.0), ("m", "sg_opt", "mr", 81.0), ("m", "mean", "trec", 90.0),
+            ("m", "sg_opt", "trec", 92.0)]
+    scores = pd.DataFrame(rows, columns=["backbone", "method", "task", "accuracy"])
+    claim = transfer_claims(scores, {"mr": 10000, "trec": 500}, reported.sg_opt_transfer_table()).iloc[0]
+    assert claim["our_effect"] == 1.5
+    assert math.isclose(claim["paper_effect"], ((82.47 - 81.46) + (91.60 - 90.30)) / 2)
+    per_task = [2 * math.sqrt(2 * p * (1 - p) / n) * 100 for p, n in ((0.805, 10000), (0.91, 500))]
+    assert math.isclose(claim["tolerance"], math.sqrt(sum(t * t for t in per_task)) / 2)
+    assert claim["seeds"].startswith("one seed")

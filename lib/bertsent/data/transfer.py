@@ -46,6 +46,11 @@ class ClassificationTask:
     def cross_validated(self) -> bool:
         return set(self.splits) == {"all"}
 
+    @property
+    def scored_examples(self) -> int:
+        """How many examples its accuracy is measured on: every example (10-fold cross-validation) or the test split."""
+        return len(self.splits["all"] if self.cross_validated else self.splits["test"])
+
 
 def load_transfer(name: str, data_dir=None) -> ClassificationTask:
     """Load one SentEval transfer task by name (see ``TRANSFER_TASKS``)."""

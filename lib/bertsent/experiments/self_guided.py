@@ -13,7 +13,8 @@ from ..data.sts import STSDataset
 from ..encode.causal_pooling import sentence_token_pooling
 from ..encode.encoder import Encoder
 from ..encode.whitening import Whitening
-from ..report.claims import NO_CLAIM, Side, Spread, claims_table, judge, seed_noise
+from ..report.claims import (NO_CLAIM, Side, Spread, claims_table, dev_set_noise, judge, mean_of_sets_noise,
+                             seed_noise)
 from ..training.self_guided import SelfGuidedConfig
 from .sts_tables import layer_pooling_scores
 
@@ -395,4 +396,29 @@ def domain_claims(scores: pd.DataFrame, paper: pd.DataFrame, spreads: dict[str, 
                                   paper.loc[robust[0], score] - paper.loc[robust[1], score],
                                   seed_noise(*map(_side_of, a + b), reference=lent),
                                   backbone=backbone, method=f"{robust[0]} vs {robust[1]}", score=score))
+    return claims_table(rows)
+
+
+def transfer_claims(scores: pd.DataFrame, scored_examples: dict[str, int], paper: pd.DataFrame,
+                    better: str = "sg_opt", baseline: str = "mean") -> pd.DataFrame:
+    """The paper's transfer claim on each backbone: ``better`` above ``baseline`` on the average accuracy of the
+    SentEval tasks in ``scores`` (``transfer.csv``: backbone, method, task, accuracy), against the paper's difference
+    on the same tasks (``paper``: :func:`~bertsent.report.reported.sg_opt_transfer_table`).
+
+    The tolerance is the test-set noise alone: per task 2 binomial SEs of a difference of two accuracies on its
+    ``scored_examples`` (:func:`~bertsent.report.claims.dev_set_noise`), combined over the tasks
+    (:func:`~bertsent.report.claims.mean_of_sets_noise`). The page's SG-OPT has one training seed, whose spread is
+    not in it: a floor, so ``within noise`` is certain where it says so and ``reproduced`` is not proof."""
+    rows = []
+    for backbone, group in scores.groupby("backbone", sort=False):
+        table = group.pivot_table(index="method", columns="task", values="accuracy")
+        if not {better, baseline} <= set(table.index):
+            continue
+        tasks = [task for task in table.columns if task in paper.columns]
+        noise = mean_of_sets_noise([dev_set_noise(scored_examples[task], table.loc[[better, baseline], task].mean())
+                                    for task in tasks], "one seed (its spread not included)", "tasks")
+        rows.append(judge(f"{better} > {baseline} (transfer average)",
+                          float((table.loc[better, tasks] - table.loc[baseline, tasks]).mean()),
+                          float((paper.loc[better, tasks] - paper.loc[baseline, tasks]).mean()), noise,
+                          backbone=backbone, tasks=len(tasks)))
     return claims_table(rows)

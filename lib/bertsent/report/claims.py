@@ -168,6 +168,19 @@ def dev_set_noise(dev_examples: int, score: float, metric: str = "accuracy", z: 
                  f"{z:g} SE of a difference of two dev scores: {how}, {dev_examples} dev examples")
 
 
+def mean_of_sets_noise(noises: list[Noise], seeds: str | None = None, what: str = "sets") -> Noise:
+    """The noise of a difference averaged over ``k`` independent sets (tasks, test sets), from each set's own:
+    ``sqrt(sum tolerance_i^2) / k``. ``seeds``: the row's seeds text (default: the first noise's).
+
+    >>> mean_of_sets_noise([Noise(3.0, "x", "s"), Noise(4.0, "x", "s")]).tolerance
+    2.5
+    """
+    tolerance = math.sqrt(sum(noise.tolerance ** 2 for noise in noises)) / len(noises)
+    sources = list(dict.fromkeys(noise.source.split(":")[0] for noise in noises))
+    return Noise(tolerance, seeds if seeds is not None else noises[0].seeds,
+                 f"{'; '.join(sources)}; combined over {len(noises)} {what} (sqrt of the summed squares / {len(noises)})")
+
+
 def pair_sampling_noise(standard_error: float, resamples: int, z: float = Z) -> Noise:
     """``z`` standard errors of a difference between two deterministic readouts, from a paired bootstrap over the
     test pairs (``standard_error`` in points, e.g. :func:`~bertsent.evaluation.sts.average_difference_se` of the
