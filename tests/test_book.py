@@ -406,17 +406,18 @@ def _hashes(paths) -> dict[str, str]:
 
 def test_smoke_run_leaves_the_book_and_results_alone(tmp_path, monkeypatch, capsys):
     """A profile other than quick/paper writes to its output folder (default under RERUNS_DIR), never to the
-    book's page, results/ or results/runs/<name>.json, and says where it wrote."""
+    book's page, results/ or results/runs/<name>.json, and says where it wrote. The page: SG-OPT's claims overview,
+    the cheapest (it reads CSVs), and one that writes under the very names the book's results/ holds."""
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     monkeypatch.setattr(book, "RERUNS_DIR", tmp_path / "reruns")
-    committed = [REPO_ROOT / load_config()["notebooks"]["layer_pooling"]["output"], REPO_ROOT / "results",
-                 book.RUNS_DIR / "layer_pooling.json"]
+    committed = [REPO_ROOT / load_config()["notebooks"]["sg_opt_claims"]["output"], REPO_ROOT / "results",
+                 book.RUNS_DIR / "sg_opt_claims.json"]
     before = _hashes(committed)
-    assert book.main(["run", "layer_pooling", "--profile", "smoke"]) == 0
+    assert book.main(["run", "sg_opt_claims", "--profile", "smoke"]) == 0
     assert _hashes(committed) == before
-    folder = book.rerun_folder("layer_pooling", "smoke", {})
+    folder = book.rerun_folder("sg_opt_claims", "smoke", {})
     assert folder.parent == tmp_path / "reruns"
-    assert (folder / "layer_pooling.ipynb").is_file() and (folder / "run.json").is_file()
+    assert (folder / "sg_opt_claims.ipynb").is_file() and (folder / "run.json").is_file()
     assert list((folder / "results").rglob("*.csv"))
     assert json.loads((folder / "run.json").read_text())["parameters"]["results_dir"] == str(folder / "results")
     assert str(folder) in capsys.readouterr().out
