@@ -79,3 +79,11 @@ def test_average_difference_se_adds_independent_sets_in_quadrature():
     from bertsent.evaluation.sts import average_difference_se
 
     assert math.isclose(average_difference_se([3.0, 4.0]), 2.5)  # sqrt(9 + 16) / 2
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    import bertsent.evaluation.sts as sts
+
+    assert doctest.testmod(sts).failed == 0
