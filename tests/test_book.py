@@ -540,3 +540,9 @@ def test_a_learning_rate_may_be_given_per_task():
     with pytest.raises(ParameterError, match="'max_length' of acl_glue"):
         check_parameter("acl_glue", "max_length", {"CoLA": 64}, 128)  # not a per-task parameter
     assert resolve_parameters("acl_glue", "quick")["learning_rate"]["CoLA"] == 1e-4
+
+
+def test_two_kernels_started_side_by_side_never_share_socket_files():
+    first, second = book._local_kernel_manager()(), book._local_kernel_manager()()
+    assert first.transport == "ipc" and first.ip != second.ip
+    assert not Path(first.ip).is_relative_to(REPO_ROOT)  # no socket files left in the repository either

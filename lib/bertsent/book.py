@@ -53,6 +53,14 @@ def _local_kernel_manager():
         def _default_transport(self):
             return "ipc"
 
+        @default("ip")
+        def _default_ip(self):
+            # the sockets' path prefix: a folder of this kernel's own, so that two runs started side by side never
+            # pick the same socket files (the default, ./kernel-ipc-N, can collide: "Invalid Signature")
+            import tempfile
+
+            return str(Path(tempfile.mkdtemp(prefix="bertsent-kernel-")) / "kernel-ipc")
+
     return LocalKernelManager
 
 PROFILES_FILE = REPO_ROOT / "notebooks" / "profiles.yml"
