@@ -415,7 +415,8 @@ def transfer_claims(scores: pd.DataFrame, scored_examples: dict[str, int], paper
         if not {better, baseline} <= set(table.index):
             continue
         tasks = [task for task in table.columns if task in paper.columns]
-        noise = mean_of_sets_noise([dev_set_noise(scored_examples[task], table.loc[[better, baseline], task].mean())
+        noise = mean_of_sets_noise([dev_set_noise(scored_examples[task], table.loc[[better, baseline], task].mean(),
+                                                  scores="test scores")
                                     for task in tasks], "one seed (its spread not included)", "tasks")
         rows.append(judge(f"{better} > {baseline} (transfer average)",
                           float((table.loc[better, tasks] - table.loc[baseline, tasks]).mean()),

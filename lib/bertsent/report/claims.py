@@ -148,7 +148,8 @@ def seed_noise(*sides: Side | tuple[float, int], reference: Spread | None = None
     return Noise(z * math.sqrt(variance), seeds, f"{z:g} SE of a difference over seeds: " + " vs ".join(described))
 
 
-def dev_set_noise(dev_examples: int, score: float, metric: str = "accuracy", z: float = Z) -> Noise:
+def dev_set_noise(dev_examples: int, score: float, metric: str = "accuracy", z: float = Z,
+                  scores: str = "dev scores") -> Noise:
     """``z`` standard errors (points) of the difference between two models' scores on the same dev set, from the
     dev-set size alone: for GLUE-style results with one fine-tuning per model and no seeds.
 
@@ -165,7 +166,7 @@ def dev_set_noise(dev_examples: int, score: float, metric: str = "accuracy", z: 
         p = min(max(score / 100, 0.0), 1.0)
         standard_error, how = math.sqrt(max(p * (1 - p), 1e-4) / dev_examples), f"binomial SE at {score:.1f}%"
     return Noise(100 * z * math.sqrt(2) * standard_error, "no seeds (one fine-tuning each)",
-                 f"{z:g} SE of a difference of two dev scores: {how}, {dev_examples} dev examples")
+                 f"{z:g} SE of a difference of two {scores}: {how}, {dev_examples} {scores.split()[0]} examples")
 
 
 def mean_of_sets_noise(noises: list[Noise], seeds: str | None = None, what: str = "sets") -> Noise:
