@@ -189,6 +189,15 @@ def test_shallow_gain_claim_is_paired_within_seed():
     assert claim["tolerance"] == pytest.approx(0.0) and claim["verdict"] == "reproduced"  # the jitter cancels
 
 
+def test_multi_exit_claims_is_one_table_with_integer_exits():
+    exits = _exits()
+    claims = acl.multi_exit_claims(acl.exit_table(exits), exits)
+    assert len(claims) == 8 + 1 and str(claims["exit"].dtype) == "Int64"
+    assert claims["exit"].dropna().tolist() == [1, 1, 2, 2, 3, 3, 4, 4]
+    shallow = claims[claims["exit"].isna()].iloc[0]
+    assert shallow["claim"].startswith("gain of acl_cl over joint") and shallow["our_effect"] == pytest.approx(4.0)
+
+
 def test_exit_curve_table_averages_seeds():
     curve = pd.DataFrame({"mode": "acl_cl", "task": "SST-2", "seed": [1, 2, 1, 2], "threshold": [0.0, 0.0, 0.5, 0.5],
                           "mean_layers": [6.0, 6.0, 2.0, 3.0], "metric": "accuracy", "score": [90.0, 88.0, 80.0, 82.0],

@@ -166,3 +166,29 @@ def test_attention_pooling_claims_equal_the_pages_own_claims():
         ours = tables[name].reset_index(drop=True)
         assert list(ours["claim"]) == list(written["claim"]) and list(ours["verdict"]) == list(written["verdict"])
         pd.testing.assert_series_equal(ours["our_effect"], written["our_effect"], atol=1e-3, check_names=False)
+
+
+def test_acl_claims_equal_the_pages_own_claims():
+    """The ACL chapter's claims, recomputed from its three pages' stored smoke outputs, match the tables the pages
+    wrote (a table added on one kind of CPU only is read from that CPU's folder), and the summary labels the
+    per-exit rows by their exit."""
+    from pathlib import Path
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    tables = overview.chapter_claims("aligned-contrastive", fixtures / "smoke_results", per_page=True)
+    pages = {"aligned-contrastive/gradient_angles_claims.csv": "acl_gradient_angles",
+             "aligned-contrastive/glue_claims.csv": "acl_glue", "aligned-contrastive/lambda_claims.csv": "acl_glue",
+             "aligned-contrastive/exit_claims.csv": "acl_multi_exit"}
+    assert set(tables) == set(pages)
+    for name, page in pages.items():
+        copies = [folder / page / name for folder in (fixtures / "smoke_results",
+                                                      *sorted((fixtures / "smoke_results_by_cpu").glob("*")))]
+        written = pd.read_csv(next(path for path in copies if path.is_file()))
+        ours = tables[name].reset_index(drop=True)
+        assert list(ours["claim"]) == list(written["claim"]) and list(ours["verdict"]) == list(written["verdict"])
+        pd.testing.assert_series_equal(ours["our_effect"], written["our_effect"], atol=1e-3, check_names=False)
+    summary = overview.chapter_summary(tables, "aligned-contrastive")
+    exits = tables["aligned-contrastive/exit_claims.csv"]
+    per_exit = exits[exits["exit"].notna()]
+    assert {f"{claim} (exit {exit_})" for claim, exit_ in zip(per_exit["claim"], per_exit["exit"])} <= set(summary.index)
+    assert "gain of acl_cl over joint: shallow half > deep half" in summary.index  # no exit: no label

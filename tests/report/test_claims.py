@@ -142,6 +142,15 @@ def test_claims_table_columns_and_context():
     assert list(claims_table([]).columns) == CLAIM_COLUMNS
 
 
+def test_claims_summary_names_numeric_labels_and_skips_blank_ones():
+    rows = [judge("a > b", 5.0, None, ONE_POINT, task="SST-2", exit=exit_) for exit_ in (1, 2)]
+    rows.append(judge("shallow > deep", 3.0, None, ONE_POINT, task="SST-2"))
+    table = claims_table(rows)
+    table["exit"] = table["exit"].astype("Int64")
+    summary = claims_summary(table, label_with=("exit",))
+    assert summary.index.tolist() == ["a > b (exit 1)", "a > b (exit 2)", "shallow > deep"]
+
+
 def test_claims_summary_is_one_row_per_claim_and_one_column_per_backbone():
     sts = claims_table([
         judge("sg_opt > cls", ours, 43.22, ONE_POINT, backbone=backbone, train_data=data)

@@ -2,7 +2,8 @@
 (:mod:`bertsent.report.claims`) from the per-run CSVs its pages committed under ``results/``. Nothing is trained or
 encoded: reading the CSVs and judging takes seconds.
 
-One function per chapter (:func:`sg_opt_claims`, :func:`geometry_claims_overview`, :func:`bert_claims`) returns the
+One function per chapter (:func:`sg_opt_claims`, :func:`geometry_claims_overview`, :func:`bert_claims`,
+:func:`attention_pooling_claims`, :func:`acl_claims`) returns the
 chapter's claims tables by the file name the chapter's pages write them under (``sts_main_claims.csv``, ...), so that
 the overview page overwrites those files instead of keeping a second copy. :func:`run_records` says which runs the
 numbers come from (the pages' run records ``results/runs/<page>.json``) and whether a page's own verdicts predate the
@@ -44,9 +45,11 @@ class MissingResults(FileNotFoundError):
 
 @dataclass(frozen=True)
 class Chapter:
-    """A chapter's overview: the function that recomputes its claims and the pages whose results it reads."""
+    """A chapter's overview: the function that recomputes its claims, the pages whose results it reads, and the
+    columns that tell a claim's rows apart in the summary (:func:`chapter_summary`)."""
     claims: callable
     pages: tuple[str, ...]
+    label_with: tuple[str, ...] = ("train_data",)
 
 
 def _base(inputs_dir) -> Path:
@@ -179,6 +182,29 @@ def attention_pooling_claims(inputs_dir=None, per_page: bool = False) -> dict[st
                 retrieval, float(search["layer_attention"] - search["baseline"]))}
 
 
+def acl_claims(inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataFrame]:
+    """The aligned contrastive learning chapter's claims, each recomputed from the per-run CSVs its pages wrote: the
+    motivating observation from the per-step angles (``aligned-contrastive/gradient_angles_per_step.csv`` of
+    ``acl_gradient_angles``, at the paper's 90-degree threshold), the main table's "ACL > CE, CE+SCL" from
+    ``glue_scores.csv`` and the lambda sensitivity from ``lambda_sensitivity.csv`` (``acl_glue``; a one-seed lambda
+    point borrows ACL's seed spread on that task, as the page does), and the multi-exit claims from ``exit_scores.csv``
+    and ``exit_runs.csv`` (``acl_multi_exit``)."""
+    from . import aligned_contrastive as acl
+
+    folder = "aligned-contrastive"
+    angles = read_results("acl_gradient_angles", f"{folder}/gradient_angles_per_step.csv", inputs_dir, per_page)
+    scores = read_results("acl_glue", f"{folder}/glue_scores.csv", inputs_dir, per_page)
+    sensitivity = read_results("acl_glue", f"{folder}/lambda_sensitivity.csv", inputs_dir, per_page)
+    per_exit = read_results("acl_multi_exit", f"{folder}/exit_scores.csv", inputs_dir, per_page)
+    exits = read_results("acl_multi_exit", f"{folder}/exit_runs.csv", inputs_dir, per_page)
+    lambda_tasks = list(dict.fromkeys(sensitivity["task"]))
+    reference = acl.with_reference(scores[scores["task"].isin(lambda_tasks)])
+    return {f"{folder}/gradient_angles_claims.csv": acl.angle_claims(angles),
+            f"{folder}/glue_claims.csv": acl.main_claims(scores),
+            f"{folder}/lambda_claims.csv": acl.lambda_claim(sensitivity, reference=reference),
+            f"{folder}/exit_claims.csv": acl.multi_exit_claims(per_exit, exits)}
+
+
 CHAPTERS = {
     "sg-opt": Chapter(sg_opt_claims, ("layer_pooling", "sts_baselines", "sg_opt_sts", "sg_opt_ablations",
                                       "sg_opt_domain")),
@@ -186,6 +212,7 @@ CHAPTERS = {
     "bert": Chapter(bert_claims, ("bert_pretraining", "bert_ablations")),
     "attention-pooling": Chapter(attention_pooling_claims, ("attention_pooling_ablation", "attention_pooling_layers",
                                                             "attention_pooling_search")),
+    "aligned-contrastive": Chapter(acl_claims, ("acl_gradient_angles", "acl_glue", "acl_multi_exit"), ("exit",)),
 }
 
 
@@ -196,10 +223,12 @@ def chapter_claims(chapter: str, inputs_dir=None, per_page: bool = False) -> dic
     return CHAPTERS[chapter].claims(inputs_dir, per_page)
 
 
-def chapter_summary(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+def chapter_summary(tables: dict[str, pd.DataFrame], chapter: str | None = None) -> pd.DataFrame:
     """One table for the page: :func:`~bertsent.report.claims.claims_summary` of every claims table, labelled with
-    the columns that say where a claim was tested (training set, variant, quantity, score)."""
-    return claims_summary(*tables.values(), label_with=("train_data",))
+    the columns that say where a claim was tested (the chapter's :attr:`Chapter.label_with`: the training set by
+    default, the exit for the multi-exit claims)."""
+    label_with = CHAPTERS[chapter].label_with if chapter else ("train_data",)
+    return claims_summary(*tables.values(), label_with=label_with)
 
 
 def rule_date() -> str | None:

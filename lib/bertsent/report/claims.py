@@ -60,6 +60,7 @@ over three seeds lent by the ablation page:
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -262,12 +263,18 @@ def _effect(value: float, digits: int) -> str:
     return f"{value:+.{digits}f}"
 
 
+def _label_value(column: str, value) -> str:
+    """A label column's value as it reads in a claim's label: a number says what it counts (``exit 2``)."""
+    return f"{column} {value}" if isinstance(value, numbers.Number) else str(value)
+
+
 def claims_summary(*tables: pd.DataFrame, label_with: Iterable[str] = ("train_data",), digits: int = 2) -> pd.DataFrame:
     """One screen for a chapter index: one row per claim, the paper's effect, and one column per backbone (or
     task, for tables without a ``backbone`` column) holding our effect and verdict, e.g. ``+0.57 within noise``.
 
     ``tables``: claims tables (:func:`claims_table`). Columns named in ``label_with`` that a table has are added to
-    the claim's label, e.g. ``sg_opt > cls (stsb_train)``. The ``paper`` column reads ``direction`` where the paper
+    the claim's label where the row has a value, e.g. ``sg_opt > cls (stsb_train)``, a number with its column's name
+    (``acl_cl > joint (exit 2)``). The ``paper`` column reads ``direction`` where the paper
     gives no number. Cells with no result are empty.
     """
     cells: dict[str, dict[str, str]] = {}
@@ -278,7 +285,8 @@ def claims_summary(*tables: pd.DataFrame, label_with: Iterable[str] = ("train_da
         by = "backbone" if "backbone" in table else "task"
         extra = [column for column in label_with if column in table]
         for _, row in table.iterrows():
-            label = row["claim"] + "".join(f" ({row[column]})" for column in extra)
+            label = row["claim"] + "".join(f" ({_label_value(column, row[column])})" for column in extra
+                                           if pd.notna(row[column]))
             paper = "direction" if pd.isna(row["paper_effect"]) else _effect(row["paper_effect"], digits)
             cell = f"{_effect(row['our_effect'], digits)} {row['verdict']}"
             entry = cells.setdefault(label, {"paper": paper})
