@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bertsent.experiments.bert_stall import RECIPES, recipe_config, study_table, unigram_entropy
+from bertsent.experiments.bert_stall import RECIPES, floor_claims, recipe_config, study_table, unigram_entropy
 
 
 def test_every_recipe_spends_the_same_nominal_token_budget():
@@ -50,3 +50,17 @@ def test_study_table_orders_by_loss_and_compares_with_the_reference():
 def test_unigram_entropy_of_a_toy_corpus():
     tokens = np.array([0, 101, 1000, 1000, 2000, 2000])  # specials below 999 are not predicted
     assert unigram_entropy(tokens, first_word_piece=999) == pytest.approx(math.log(2))
+
+
+def test_floor_claims_weigh_the_gap_to_the_floor_by_the_positions_counted():
+    table = pd.DataFrame({"run": ["left", "stuck"], "tokens": [100, 100],
+                          "heldout_mlm_mask_accuracy": [0.07, 0.052]})
+    floors = pd.DataFrame({"run": ["left", "stuck"], "mask_positions": [10_000, 10_000],
+                           "majority_token": ["the", "the"], "majority_floor": [0.05, 0.05]})
+    claims = floor_claims(table, floors).set_index("run")
+    assert claims.loc["left", "our_effect"] == pytest.approx(2.0)
+    assert claims.loc["left", "tolerance"] == pytest.approx(200 * math.sqrt(0.07 * 0.93 / 10_000))
+    assert claims.loc["left", "verdict"] == "reproduced"
+    assert claims.loc["stuck", "verdict"] == "within noise"  # +0.2 against 2 SE = 0.44
+    fewer = floor_claims(table, floors.assign(mask_positions=100)).set_index("run")
+    assert fewer.loc["left", "verdict"] == "within noise"  # the same gap on 100 positions is noise

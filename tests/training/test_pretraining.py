@@ -13,6 +13,7 @@ from bertsent.training.pretraining import (
     PairBatches,
     PretrainingConfig,
     PretrainingMethod,
+    heldout_floors,
     load_tokenizer,
     pretrain,
     short_phase_steps,
@@ -132,6 +133,7 @@ def test_heldout_accuracy_is_split_by_position_type_with_floors(tmp_path):
     assert floors["unchanged"]["copy"] == 1.0 and floors["mask"]["copy"] == 0.0
     assert floors["mask"]["count"] > floors["random"]["count"] > 0
     assert 0.0 < floors["mask"]["majority"] < 0.2
+    assert heldout_floors(PretrainingConfig(max_steps=4, **SMOKE)) == floors  # the same batches, without training
 
 
 def test_continued_pretraining_starts_from_the_given_weights(tmp_path):

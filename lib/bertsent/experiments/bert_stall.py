@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..training.pretraining import PretrainingConfig
+from ..report.claims import accuracy_noise, claims_table, judge
+from ..training.pretraining import PretrainingConfig, heldout_floors
 from .runs import pretraining_run, pretraining_run_dir
 
 METHOD_VERSION = 1  # bump when the maths changes
@@ -83,6 +84,38 @@ def study_table(history: pd.DataFrame, reference: str = "baseline") -> pd.DataFr
     change = table["heldout_mlm_loss"] - first["heldout_mlm_loss"].reindex(table.index)
     table["loss_change_from_start"] = change.where(~table["from_scratch"])
     return (table.sort_values(["from_scratch", "heldout_mlm_loss"], ascending=[False, True]).reset_index())
+
+
+def recipe_floors(recipes, tokens: int = STUDY_TOKENS, base_overrides: dict | None = None, corpus_dir=None,
+                  cache_dir=None) -> pd.DataFrame:
+    """Each recipe's [MASK]-position floor on its own held-out evaluation batches (the sequence length and the
+    objective change them): the number of [MASK] positions, the majority word piece and the accuracy of always
+    predicting it there (:func:`~bertsent.training.pretraining.heldout_floors`; nothing is trained)."""
+    rows = []
+    for name in recipes:
+        floors = heldout_floors(recipe_config(name, tokens, base_overrides), corpus_dir, cache_dir)
+        rows.append({"run": name, "mask_positions": floors["mask"]["count"],
+                     "majority_token": floors["majority_token"], "majority_floor": floors["mask"]["majority"]})
+    return pd.DataFrame(rows)
+
+
+def floor_claims(table: pd.DataFrame, floors: pd.DataFrame) -> pd.DataFrame:
+    """Has a recipe left the unigram stage? Per run of :func:`study_table`: its held-out accuracy at [MASK]
+    positions minus the accuracy of always predicting the majority word piece there (points; :func:`recipe_floors`),
+    judged against the binomial noise of the run's accuracy on that many positions
+    (:func:`~bertsent.report.claims.accuracy_noise`). No paper number: a trained BERT is far above this floor, so
+    the direction is "above"; *within noise* means the run has not measurably left the floor."""
+    by_run = floors.set_index("run")
+    rows = []
+    for row in table.itertuples():
+        floor = by_run.loc[row.run]
+        accuracy = 100 * float(row.heldout_mlm_mask_accuracy)
+        rows.append(judge("[MASK] accuracy above always predicting the majority word piece (points)",
+                          accuracy - 100 * float(floor["majority_floor"]), None,
+                          accuracy_noise(int(floor["mask_positions"]), accuracy, "held-out [MASK] positions"),
+                          run=row.run, tokens=int(row.tokens), mask_accuracy=accuracy,
+                          majority_floor=100 * float(floor["majority_floor"])))
+    return claims_table(rows)
 
 
 def unigram_entropy(token_ids: np.ndarray, first_word_piece: int = 0) -> float:

@@ -170,6 +170,21 @@ def dev_set_noise(dev_examples: int, score: float, metric: str = "accuracy", z: 
                  f"{z:g} SE of a difference of two {scores}: {how}, {dev_examples} {scores.split()[0]} examples")
 
 
+def accuracy_noise(count: int, score: float, what: str = "examples", z: float = Z) -> Noise:
+    """``z`` standard errors (points) of one accuracy ``score`` (percent) measured on ``count`` ``what``, against a
+    fixed number computed on the same items (a floor such as always predicting the majority token): the binomial
+    standard error sqrt(p(1-p)/n), with no second model's sampling noise to add.
+
+    >>> round(accuracy_noise(12338, 5.33, "[MASK] positions").tolerance, 2)   # 2 * sqrt(0.0533 * 0.9467 / 12338) * 100
+    0.4
+    """
+    if count < 1:
+        raise ValueError(f"an accuracy needs at least one item, got {count} {what}")
+    p = min(max(score / 100, 0.0), 1.0)
+    return Noise(100 * z * math.sqrt(max(p * (1 - p), 1e-4) / count), "one run",
+                 f"{z:g} SE of one accuracy: binomial at {score:.2f}% on {count:,} {what}")
+
+
 def mean_of_sets_noise(noises: list[Noise], seeds: str | None = None, what: str = "sets") -> Noise:
     """The noise of a difference averaged over ``k`` independent sets (tasks, test sets), from each set's own:
     ``sqrt(sum tolerance_i^2) / k``. ``seeds``: the row's seeds text (default: the first noise's).

@@ -266,6 +266,28 @@ class PretrainingMethod(Method):
         return {"loss": f"{running_loss:.3f}", "tok_s": f"{rate:,.0f}"}
 
 
+def corpus_batches(config: PretrainingConfig, tokenizer, corpus_dir=None, cache_dir=None
+                   ) -> tuple[PairBatches, PairBatches, list[dict]]:
+    """The training batches, the held-out pairs and the fixed, pre-masked held-out evaluation batches of a run of
+    ``config`` (the same for every run that shares its data settings, seed and objective)."""
+    next_sentence, left_to_right = config.objective == "mlm_nsp", config.objective == "ltr"
+    data = dict(files=config.corpus_files, max_length=config.max_length, seed=config.data_seed,
+                next_sentence=next_sentence, corpus_dir=corpus_dir, cache_dir=cache_dir)
+    train = PairBatches(corpus_instances(tokenizer, "train", **data), tokenizer, config.batch_size, config.seed,
+                        next_sentence, left_to_right)
+    heldout = PairBatches(corpus_instances(tokenizer, "heldout", **data), tokenizer, 128, config.seed, next_sentence,
+                          left_to_right)
+    return train, heldout, heldout.evaluation_batches(config.eval_instances, config.data_seed)
+
+
+def heldout_floors(config: PretrainingConfig, corpus_dir=None, cache_dir=None) -> dict:
+    """The floors of a run's held-out evaluation, without training it: :func:`mlm_floors` of the evaluation batches
+    :func:`pretrain` scores (per position type: count, always-the-majority-token accuracy, best constant, copy)."""
+    tokenizer = load_tokenizer()
+    train, _, eval_batches = corpus_batches(config, tokenizer, corpus_dir, cache_dir)
+    return mlm_floors(eval_batches, majority_token(train.instances.tokens, FIRST_WORD_PIECE), tokenizer)
+
+
 def pretrain(output_dir: str | Path, config: PretrainingConfig | None = None, resume: bool = True,
              show_progress: bool = True, corpus_dir=None, cache_dir=None, stop_after: int | None = None
              ) -> PretrainingResult:
@@ -283,11 +305,7 @@ def pretrain(output_dir: str | Path, config: PretrainingConfig | None = None, re
     left_to_right = config.objective == "ltr"
     data = dict(files=config.corpus_files, max_length=config.max_length, seed=config.data_seed,
                 next_sentence=next_sentence, corpus_dir=corpus_dir, cache_dir=cache_dir)
-    train = PairBatches(corpus_instances(tokenizer, "train", **data), tokenizer, config.batch_size, config.seed,
-                        next_sentence, left_to_right)
-    heldout = PairBatches(corpus_instances(tokenizer, "heldout", **data), tokenizer, 128, config.seed, next_sentence,
-                          left_to_right)
-    eval_batches = heldout.evaluation_batches(config.eval_instances, config.data_seed)
+    train, heldout, eval_batches = corpus_batches(config, tokenizer, corpus_dir, cache_dir)
     short_train = None
     if config.short_length:
         short_train = PairBatches(corpus_instances(tokenizer, "train", **{**data, "max_length": config.short_length}),
