@@ -117,7 +117,15 @@ def test_bert_claims_from_the_glue_search(tmp_path):
     scores = {"tiny mlm_nsp": 60.0, "tiny mlm": 50.0, "tiny untrained": 52.0, "mini mlm_nsp": 70.0}
     pd.DataFrame([{"task": "RTE", "model": model, "accuracy": value, "chosen": True, "dev_examples": 277}
                   for model, value in scores.items()]).to_csv(tmp_path / "bert" / "ablation_glue.csv", index=False)
+    pd.DataFrame({"run": ["baseline", "lr1e-3_b32_nodrop_L64"], "tokens": [1000, 1100],
+                  "heldout_mlm_mask_accuracy": [0.051, 0.08]}).to_csv(tmp_path / "bert" / "stall_study.csv", index=False)
+    pd.DataFrame({"run": ["baseline", "lr1e-3_b32_nodrop_L64"], "mask_positions": [12000, 6000],
+                  "majority_token": "the", "majority_floor": [0.05, 0.053]}
+                 ).to_csv(tmp_path / "bert" / "stall_study_floors.csv", index=False)
     tables = overview.bert_claims(tmp_path)
+    stall = tables["bert/stall_study_claims.csv"].set_index("run")
+    assert stall.loc["baseline", "verdict"] == "within noise"  # +0.1 on 12,000 positions
+    assert stall.loc["lr1e-3_b32_nodrop_L64", "verdict"] == "reproduced"  # +2.7, 2 SE about 0.7
     objective = tables["bert/ablation_objective_claims.csv"]
     assert objective["claim"].tolist() == ["tiny mlm_nsp > tiny mlm", "tiny mlm_nsp > tiny untrained",
                                            "tiny mlm > tiny untrained"]

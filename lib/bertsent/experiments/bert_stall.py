@@ -110,7 +110,7 @@ def floor_claims(table: pd.DataFrame, floors: pd.DataFrame) -> pd.DataFrame:
     for row in table.itertuples():
         floor = by_run.loc[row.run]
         accuracy = 100 * float(row.heldout_mlm_mask_accuracy)
-        rows.append(judge("[MASK] accuracy above always predicting the majority word piece (points)",
+        rows.append(judge("[MASK] accuracy > always the majority word piece",
                           accuracy - 100 * float(floor["majority_floor"]), None,
                           accuracy_noise(int(floor["mask_positions"]), accuracy, "held-out [MASK] positions"),
                           run=row.run, tokens=int(row.tokens), mask_accuracy=accuracy,

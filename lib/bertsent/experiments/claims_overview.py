@@ -26,6 +26,7 @@ from ..models.bert_pretraining import BERT_SIZES
 from ..report import reported
 from ..report.claims import claims_summary
 from .bert_ablations import compare_rows, glue_scores, run_label
+from .bert_stall import floor_claims
 from .geometry import geometry_claims
 from .self_guided import METHOD_LOSSES, ablation_claims, domain_claims, seed_spreads, sts_claims
 from .sts_tables import baseline_claims, figure1_claims
@@ -159,6 +160,9 @@ def bert_claims(inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataFra
         checks = [compare_rows(scores, searches, a, b) for a, b in claims if a in scores.index and b in scores.index]
         if checks:
             tables[name] = pd.concat(checks, ignore_index=True)
+    stall = read_results("bert_stall_study", "bert/stall_study.csv", inputs_dir, per_page)
+    floors = read_results("bert_stall_study", "bert/stall_study_floors.csv", inputs_dir, per_page)
+    tables["bert/stall_study_claims.csv"] = floor_claims(stall, floors)
     return tables
 
 
@@ -209,7 +213,7 @@ CHAPTERS = {
     "sg-opt": Chapter(sg_opt_claims, ("layer_pooling", "sts_baselines", "sg_opt_sts", "sg_opt_ablations",
                                       "sg_opt_domain")),
     "geometry": Chapter(geometry_claims_overview, ("isotropy",)),
-    "bert": Chapter(bert_claims, ("bert_pretraining", "bert_ablations")),
+    "bert": Chapter(bert_claims, ("bert_pretraining", "bert_ablations", "bert_stall_study"), ("train_data", "run")),
     "attention-pooling": Chapter(attention_pooling_claims, ("attention_pooling_ablation", "attention_pooling_layers",
                                                             "attention_pooling_search")),
     "aligned-contrastive": Chapter(acl_claims, ("acl_gradient_angles", "acl_glue", "acl_multi_exit"), ("exit",)),

@@ -78,6 +78,7 @@ AT_FLOOR = "at floor"
 VERDICTS = (REPRODUCED, DIRECTION_ONLY, NOT_REPRODUCED, WITHIN_NOISE, NOISE_NOT_MEASURED, AT_FLOOR)
 # The verdict of a row the paper makes no claim about (no row of its own in the paper's table).
 NO_CLAIM = "-"
+UNLABELLED_COLUMN = "ours"  # the summary's column for claims tables with no backbone or task column
 
 Z = 2.0                # standard errors: the tolerance is Z times the standard error of the difference
 HALF_THE_PAPER = 0.5   # the smallest ratio ours / paper still called reproduced
@@ -285,7 +286,8 @@ def _label_value(column: str, value) -> str:
 
 def claims_summary(*tables: pd.DataFrame, label_with: Iterable[str] = ("train_data",), digits: int = 2) -> pd.DataFrame:
     """One screen for a chapter index: one row per claim, the paper's effect, and one column per backbone (or
-    task, for tables without a ``backbone`` column) holding our effect and verdict, e.g. ``+0.57 within noise``.
+    task, for tables without a ``backbone`` column; :data:`UNLABELLED_COLUMN` for tables with neither) holding our
+    effect and verdict, e.g. ``+0.57 within noise``.
 
     ``tables``: claims tables (:func:`claims_table`). Columns named in ``label_with`` that a table has are added to
     the claim's label where the row has a value, e.g. ``sg_opt > cls (stsb_train)``, a number with its column's name
@@ -297,7 +299,7 @@ def claims_summary(*tables: pd.DataFrame, label_with: Iterable[str] = ("train_da
     for table in tables:
         if table is None or not len(table):
             continue
-        by = "backbone" if "backbone" in table else "task"
+        by = next((column for column in ("backbone", "task") if column in table), None)
         extra = [column for column in label_with if column in table]
         for _, row in table.iterrows():
             label = row["claim"] + "".join(f" ({_label_value(column, row[column])})" for column in extra
@@ -305,9 +307,10 @@ def claims_summary(*tables: pd.DataFrame, label_with: Iterable[str] = ("train_da
             paper = "direction" if pd.isna(row["paper_effect"]) else _effect(row["paper_effect"], digits)
             cell = f"{_effect(row['our_effect'], digits)} {row['verdict']}"
             entry = cells.setdefault(label, {"paper": paper})
-            entry[row[by]] = f"{entry[row[by]]}; {cell}" if row[by] in entry else cell
-            if row[by] not in columns:
-                columns.append(row[by])
+            column = row[by] if by else UNLABELLED_COLUMN
+            entry[column] = f"{entry[column]}; {cell}" if column in entry else cell
+            if column not in columns:
+                columns.append(column)
     summary = pd.DataFrame.from_dict(cells, orient="index", columns=["paper", *columns]).fillna("")
     return summary.rename_axis("claim")
 
