@@ -65,16 +65,18 @@ def _page_dev(parameters):
 
 
 def stored_page_runs(profile: str = "quick", overrides: dict | None = None, backbones: list[str] | None = None,
-                     results_dir=None, keys: list[str] | None = None) -> list[tuple[dict, object]]:
+                     results_dir=None, keys: list[str] | None = None, dev_pairs: int | None = None
+                     ) -> list[tuple[dict, object]]:
     """The page's runs (:func:`page_runs`), each with its stored-run handle (:func:`~bertsent.experiments.runs.stored_run`:
     its key and whether its results are under ``results_dir``, default as in the module doc); ``keys``: only those
-    runs, in that order (each must be one of the page's)."""
+    runs, in that order (each must be one of the page's). ``dev_pairs``: the size of the page's STS-B dev selection
+    set, part of every key (read from the data when not given)."""
     from ..book import resolve_parameters
     from .runs import stored_run
 
     parameters = resolve_parameters(PAGE, profile, overrides)
     results_dir = _results_dir(profile, overrides, results_dir)
-    dev_pairs = len(_page_dev(parameters))
+    dev_pairs = len(_page_dev(parameters)) if dev_pairs is None else dev_pairs
     runs = [(run, stored_run(run["backbone"], run["train_data"], run["config"], results_dir, dev_pairs))
             for run in page_runs(profile, overrides, backbones)]
     if keys:
@@ -101,7 +103,7 @@ def train_page_runs(profile: str = "quick", overrides: dict | None = None, backb
     encoder_options = dict(batch_size=parameters["batch_size"], max_length=parameters["max_length"],
                            show_progress=False)
     done, trained = [], 0
-    for run, stored in stored_page_runs(profile, overrides, backbones, results_dir, keys):
+    for run, stored in stored_page_runs(profile, overrides, backbones, results_dir, keys, len(dev)):
         before = stored.exists
         if not before and max_runs is not None and trained >= max_runs:
             log(f"{stored.key}: left for a later call (--max-runs {max_runs})")
