@@ -30,6 +30,9 @@ def _write_sg_inputs(folder, gain):
     domain = (_sts_rows("m", "whitening", "stsb_all", "-", 60.0) + _sts_rows("m", "whitening", "snli", "-", 55.0)
               + _sts_rows("m", "sg_opt", "stsb_all", 1, 62.0) + _sts_rows("m", "sg_opt", "snli", 1, 61.0))
     pd.DataFrame(domain).to_csv(folder / "sg_domain.csv", index=False)
+    pd.DataFrame([{"claim": "sg_opt > mean (transfer average)", "backbone": "m", "tasks": 7, "paper_effect": 0.75,
+                   "our_effect": 2.0, "ratio": 2.0 / 0.75, "tolerance": 1.5, "seeds": "one seed",
+                   "noise_source": "test", "verdict": "holds"}]).to_csv(folder / "transfer_claims.csv", index=False)
     _write_deterministic_differences(folder)
 
 
@@ -66,7 +69,8 @@ def test_sg_opt_chapter_writes_each_table_under_the_pages_file_name(tmp_path):
     _write_sg_inputs(tmp_path, 3.0)
     tables = overview.sg_opt_claims(tmp_path)
     assert list(tables) == ["layer_pooling_claims.csv", "sts_baselines_claims.csv", "sts_main_claims.csv",
-                            "sg_ablations_claims.csv", "sg_domain_claims.csv"]
+                            "transfer_claims.csv", "sg_ablations_claims.csv", "sg_domain_claims.csv"]
+    assert _claim(tables["transfer_claims.csv"], "sg_opt > mean (transfer average)")["verdict"] == "reproduced"
     figure1 = tables["layer_pooling_claims.csv"].set_index("claim")["verdict"]
     assert figure1.tolist() == ["reproduced", "within noise"]  # 40 of 46.48 (ratio 0.86); 0.5 against 2 SE = 2
     assert _claim(tables["sts_baselines_claims.csv"], "mean > cls")["verdict"] == "reproduced"

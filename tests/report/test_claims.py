@@ -21,6 +21,7 @@ from bertsent.report.claims import (
     claims_table,
     dev_set_noise,
     judge,
+    rejudge,
     seed_noise,
 )
 
@@ -225,3 +226,12 @@ def test_two_sides_at_a_floor_get_no_verdict_whatever_their_numbers():
     assert row["verdict"] == AT_FLOOR
     assert row["noise_source"].startswith("both sides at the majority class")
     assert row["our_effect"] == 1.2 and row["tolerance"] == 0.0  # the numbers stay visible
+
+
+def test_rejudge_applies_the_current_rule_to_a_stored_table():
+    stored = claims_table([judge("a > b", 3.0, 4.0, ONE_POINT), judge("c > d", 1.5, 8.0, ONE_POINT),
+                           judge("e > f", 0.5, None, ONE_POINT), judge("g > h", 0.0, None, ONE_POINT,
+                                                                       floor="majority class")])
+    stale = stored.assign(verdict=["holds", "holds", "holds", AT_FLOOR])  # judged by an older rule
+    assert rejudge(stale)["verdict"].tolist() == ["reproduced", "direction only", "within noise", AT_FLOOR]
+    assert rejudge(stored)["verdict"].tolist() == stored["verdict"].tolist()  # the rule's own verdicts unchanged

@@ -24,7 +24,7 @@ import pandas as pd
 
 from ..models.bert_pretraining import BERT_SIZES
 from ..report import reported
-from ..report.claims import claims_summary
+from ..report.claims import claims_summary, rejudge
 from .bert_ablations import compare_rows, glue_scores, run_label
 from .bert_stall import floor_claims
 from .geometry import geometry_claims
@@ -83,7 +83,9 @@ def sg_opt_claims(inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataF
     rows' (``sts_baselines_differences.csv`` of ``sts_baselines``; both differences of deterministic readouts with
     their paired-bootstrap SEs), the main STS table's (``sts_main.csv`` of ``sg_opt_sts``), the ablations'
     (``sg_ablations.csv`` of ``sg_opt_ablations``) and the domain-robustness ones (``sg_domain.csv`` of
-    ``sg_opt_domain``), by the file each page writes them to. One-seed rows borrow SG-OPT's seed spread measured on
+    ``sg_opt_domain``), by the file each page writes them to. The transfer claim is re-judged from the page's own
+    ``transfer_claims.csv`` (:func:`~bertsent.report.claims.rejudge`: its tolerance needs each SentEval task's test
+    size, which no per-run CSV keeps). One-seed rows borrow SG-OPT's seed spread measured on
     the ablation page (:func:`~bertsent.experiments.self_guided.seed_spreads`), as the pages do."""
     figure1 = figure1_claims(read_results("layer_pooling", "layer_pooling_differences.csv", inputs_dir, per_page))
     baselines = baseline_claims(read_results("sts_baselines", "sts_baselines_differences.csv", inputs_dir, per_page))
@@ -93,9 +95,10 @@ def sg_opt_claims(inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataF
     spreads = seed_spreads(ablations)
     paper_avg = reported.sg_opt_sts_table().loc["BERT-base", "avg"].rename({"bert_flow": "whitening"})
     paper_domain = reported.sg_opt_domain_changes().rename(index={"bert_flow": "whitening"})
+    transfer = rejudge(read_results("sg_opt_transfer", "transfer_claims.csv", inputs_dir, per_page))
     return {"layer_pooling_claims.csv": figure1, "sts_baselines_claims.csv": baselines,
             "sts_main_claims.csv": sts_claims(scores, paper_avg, STS_CLAIMS, _trained_sets(scores), spreads),
-            "sg_ablations_claims.csv": ablation_claims(ablations),
+            "transfer_claims.csv": transfer, "sg_ablations_claims.csv": ablation_claims(ablations),
             "sg_domain_claims.csv": domain_claims(domain, paper_domain, spreads)}
 
 
@@ -210,8 +213,8 @@ def acl_claims(inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataFram
 
 
 CHAPTERS = {
-    "sg-opt": Chapter(sg_opt_claims, ("layer_pooling", "sts_baselines", "sg_opt_sts", "sg_opt_ablations",
-                                      "sg_opt_domain")),
+    "sg-opt": Chapter(sg_opt_claims, ("layer_pooling", "sts_baselines", "sg_opt_sts", "sg_opt_transfer",
+                                      "sg_opt_ablations", "sg_opt_domain")),
     "geometry": Chapter(geometry_claims_overview, ("isotropy",)),
     "bert": Chapter(bert_claims, ("bert_pretraining", "bert_ablations", "bert_stall_study"), ("train_data", "run")),
     "attention-pooling": Chapter(attention_pooling_claims, ("attention_pooling_ablation", "attention_pooling_layers",

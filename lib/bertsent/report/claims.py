@@ -275,6 +275,25 @@ def claims_table(claims: Iterable[Mapping]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["claim", *context, *CLAIM_COLUMNS[1:]])
 
 
+def rejudge(table: pd.DataFrame, direction: int = 1) -> pd.DataFrame:
+    """``table`` (a claims table read back from its CSV) with every verdict recomputed by the current rule from the
+    row's own ``our_effect``, ``paper_effect`` and ``tolerance``: for claims whose inputs are not kept as per-run CSVs
+    (e.g. test-set sizes). ``direction``: the expected sign where the paper gives none. Rows *at floor* stay so.
+
+    >>> old = claims_table([judge("a > b", 3.0, 4.0, Noise(1.0, "3 vs 3", "test"))]).assign(verdict="reproduced?")
+    >>> rejudge(old)["verdict"].tolist()
+    ['reproduced']
+    """
+    table = table.copy()
+    for index, row in table.iterrows():
+        if row["verdict"] == AT_FLOOR:
+            continue
+        paper = None if pd.isna(row["paper_effect"]) else float(row["paper_effect"])
+        sign = direction if paper is None else (1 if paper > 0 else -1)
+        table.loc[index, "verdict"] = _verdict(float(row["our_effect"]), paper, sign, float(row["tolerance"]))
+    return table
+
+
 def _effect(value: float, digits: int) -> str:
     return f"{value:+.{digits}f}"
 
