@@ -4,7 +4,7 @@ import types
 
 import pytest
 
-from bertsent.experiments.cost import inference_times, median_seconds, training_cost
+from bertsent.experiments.cost import inference_claims, inference_times, median_seconds, training_cost
 
 
 def test_median_seconds_measures_the_call():
@@ -20,6 +20,8 @@ def test_inference_times_gives_ratios_to_the_peer():
     assert table.loc["fast", "ratio_to_peer"] == 1.0
     assert table.loc["slow", "ratio_to_peer"] > 1.0
     assert calls == ["fast", "slow"] * 3  # warm-up, then interleaved repeats
+    assert table.loc["fast", "ratio_sd"] == 0.0  # the peer against itself, repeat by repeat
+    assert table.loc["slow", "ratio_sd"] >= 0.0
     with pytest.raises(ValueError, match="peer"):
         inference_times(readouts, ["a"], peer="mean")
 
@@ -72,3 +74,26 @@ def test_timing_readouts_read_a_causal_lms_last_token_as_cls():
     readouts["cls"](["x"])
     readouts["sg_opt"](["y"])
     assert calls == [("untrained", ("x",), ("last",)), ("trained", ("y",), ("last",))]
+
+
+def test_inference_claims_weigh_each_ratio_by_its_spread_over_repeats():
+    import pandas as pd
+
+    from bertsent.report.reported import sg_opt_cost_table
+
+    rows = [("mean", 1.0, 0.0), ("whitening", 1.05, 0.02), ("sg_opt", 0.70, 0.03)]
+    inference = pd.DataFrame([{"backbone": "m", "readout": r, "ratio_to_peer": q, "ratio_sd": sd, "repeats": 4}
+                              for r, q, sd in rows])
+    claims = inference_claims(inference, sg_opt_cost_table()).set_index("claim")
+    faster = claims.loc["sg_opt faster than mean (% of mean's time)"]
+    assert faster["our_effect"] == pytest.approx(30.0)
+    assert faster["paper_effect"] == pytest.approx(100 * (1 - 10.51 / 13.94))
+    assert faster["tolerance"] == pytest.approx(100 * 2 * 0.03 / 2)  # 2 SE over 4 repeats
+    assert faster["verdict"] == "reproduced"
+    slower = claims.loc["post-processing slower than sg_opt (% of mean's time)"]
+    assert slower["our_effect"] == pytest.approx(35.0)
+    assert slower["tolerance"] == pytest.approx(100 * 2 * (0.02 ** 2 + 0.03 ** 2) ** 0.5 / 2)
+    assert slower["verdict"] == "direction only"  # 35 of the paper's 129
+    one_repeat = inference.assign(ratio_sd=float("nan"), repeats=1)
+    assert set(inference_claims(one_repeat, sg_opt_cost_table())["verdict"]) == {"noise not measured"}
+    assert inference_claims(inference[inference["readout"] != "sg_opt"], sg_opt_cost_table()).empty
