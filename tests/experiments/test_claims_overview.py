@@ -146,11 +146,12 @@ def test_bert_claims_from_the_glue_search(tmp_path):
         overview.bert_claims(tmp_path)
 
 
-def test_run_records_say_which_runs_and_whether_they_predate_the_rule(tmp_path, monkeypatch):
-    monkeypatch.setattr(overview, "rule_date", lambda: "2026-12-01 08:00:00")
+def test_run_records_say_which_runs_and_whether_they_predate_the_rule(tmp_path):
     (tmp_path / "runs").mkdir()
-    old = {"profile": "quick", "finished": "2026-11-30 01:11:37", "library_files": ["lib/bertsent/sg_experiments.py"]}
-    new = {"profile": "paper", "finished": "2026-12-02 10:00:00", "library_files": [overview.RULE_MODULE]}
+    old = {"profile": "quick", "finished": "2026-11-30 01:11:37",
+           "method_versions": {overview.RULE_MODULE: overview.RULE_VERSION - 1}}
+    new = {"profile": "paper", "finished": "2026-12-02 10:00:00",
+           "method_versions": {overview.RULE_MODULE: overview.RULE_VERSION}}
     (tmp_path / "runs" / "a.json").write_text(json.dumps(old))
     (tmp_path / "runs" / "b.json").write_text(json.dumps(new))
     records = overview.run_records(["a", "b", "c"], tmp_path)

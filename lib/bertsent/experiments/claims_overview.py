@@ -16,7 +16,6 @@ folder per page below it (``<inputs_dir>/<page>/<path under results>``), the lay
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +23,7 @@ import pandas as pd
 
 from ..models.bert_pretraining import BERT_SIZES
 from ..report import reported
+from ..report.claims import METHOD_VERSION as CLAIMS_RULE_VERSION
 from ..report.claims import claims_summary, rejudge
 from .bert_ablations import compare_rows, glue_scores, run_label
 from .bert_stall import floor_claims
@@ -37,7 +37,8 @@ METHOD_VERSION = 1  # bump when the maths changes
 STS_CLAIMS = [("sg_opt", "cls"), ("sg", "cls"), ("sg_opt", "mean"), ("sg_opt", "sg"), ("sg_opt", "whitening")]
 # The BERT ablations' objective claims, in the paper's order: "A > B" at one size.
 OBJECTIVE_CLAIMS = [("mlm_nsp", "mlm"), ("mlm", "ltr")]
-RULE_MODULE = "lib/bertsent/report/claims.py"
+RULE_MODULE = "bertsent.report.claims"  # the verdict rule; a page judged with it records its version
+RULE_VERSION = CLAIMS_RULE_VERSION
 
 
 class MissingResults(FileNotFoundError):
@@ -238,23 +239,11 @@ def chapter_summary(tables: dict[str, pd.DataFrame], chapter: str | None = None)
     return claims_summary(*tables.values(), label_with=label_with)
 
 
-def rule_date() -> str | None:
-    """The date of the last commit that changed the verdict rule (:data:`RULE_MODULE`); None without git."""
-    from ..paths import REPO_ROOT
-
-    try:
-        out = subprocess.run(["git", "log", "-1", "--format=%ci", "--", RULE_MODULE], cwd=REPO_ROOT,
-                             capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip()[:19] or None
-
-
 def run_records(pages, inputs_dir=None, per_page: bool = False) -> pd.DataFrame:
     """One row per page: its run record's profile and ``finished`` date (``runs/<page>.json`` under the inputs),
-    and whether that run judged its claims with the current rule (``report/claims.py`` among its library files
-    and, where git gives the rule's date, finished after it). A page with no record says so."""
-    date = rule_date()
+    and whether that run judged its claims with the current rule: the record's method version of
+    :mod:`bertsent.report.claims` is the current :data:`~bertsent.report.claims.METHOD_VERSION` (a record from
+    before method versions were recorded did not). A page with no record says so."""
     rows = []
     for page in pages:
         path = _path(page, f"runs/{page}.json", inputs_dir, per_page)
@@ -264,7 +253,7 @@ def run_records(pages, inputs_dir=None, per_page: bool = False) -> pd.DataFrame:
             continue
         record = json.loads(path.read_text())
         finished = str(record.get("finished", ""))
-        uses = RULE_MODULE in record.get("library_files", []) and (date is None or finished >= date)
+        uses = record.get("method_versions", {}).get(RULE_MODULE) == RULE_VERSION
         rows.append({"page": page, "profile": record.get("profile", ""), "finished": finished, "current_rule": uses,
                      "note": "verdicts on the page by the current rule" if uses else
                              "the page's own verdicts predate the current rule"})
@@ -281,10 +270,9 @@ def provenance(records: pd.DataFrame) -> str:
     if missing:
         text += f" No run record for {', '.join(missing)} (its CSVs are read as they are)."
     old = recorded.loc[~recorded["current_rule"].astype(bool), "page"].tolist()
-    date = rule_date()
     if old:
         text += (f" {'That page was' if len(old) == 1 else 'Those pages were'} executed before the current verdict "
-                 f"rule (`report/claims.py`{', last changed ' + date if date else ''}): where "
+                 f"rule (version {RULE_VERSION} of `{RULE_MODULE}`): where "
                  f"{'its' if len(old) == 1 else 'their'} own text or tables give a verdict, the one here supersedes it.")
     elif parts:
         text += " Every page was executed with the current verdict rule: its verdicts and these agree."
