@@ -7,8 +7,12 @@ from bertsent.experiments import sts_runs
 from bertsent.experiments.runs import stored_run
 
 
+# the page's runs as the tests ask for them (the quick profile's own list grows as runs are stored)
+GEMMA_RUNS = {"trained_runs": {"gemma-3-270m": [["sg_opt", "stsb_train", [42, 43, 44]], ["sg", "stsb_train"]]}}
+
+
 def test_a_backbone_with_its_own_seeds_gets_one_run_per_seed():
-    runs = sts_runs.page_runs("quick", backbones=["gemma-3-270m"])
+    runs = sts_runs.page_runs("quick", GEMMA_RUNS, backbones=["gemma-3-270m"])
     got = [(r["method"], r["train_data"], r["seed"]) for r in runs]
     assert got[:3] == [("sg_opt", "stsb_train", 42), ("sg_opt", "stsb_train", 43), ("sg_opt", "stsb_train", 44)]
     assert all(r["config"].seed == r["seed"] and r["config"].loss == {"sg": "base", "sg_opt": "opt3"}[r["method"]]
@@ -44,8 +48,8 @@ def test_runs_are_trained_once_then_reused_where_the_page_reads_them(tmp_path):
 
 
 def test_keys_pick_runs_in_the_order_given_and_an_unknown_key_is_refused():
-    listed = [stored.key for _, stored in sts_runs.stored_page_runs("quick", backbones=["gemma-3-270m"])]
-    picked = sts_runs.stored_page_runs("quick", keys=[listed[2], listed[0]])
+    listed = [stored.key for _, stored in sts_runs.stored_page_runs("quick", GEMMA_RUNS, backbones=["gemma-3-270m"])]
+    picked = sts_runs.stored_page_runs("quick", GEMMA_RUNS, keys=[listed[2], listed[0]])
     assert [stored.key for _, stored in picked] == [listed[2], listed[0]]
     with pytest.raises(ValueError, match="no-such-run: not a run of the STS page.*--list"):
-        sts_runs.stored_page_runs("quick", keys=["no-such-run"])
+        sts_runs.stored_page_runs("quick", GEMMA_RUNS, keys=["no-such-run"])
