@@ -205,6 +205,14 @@ def rerun_folder(name: str, profile: str, overrides: dict | None) -> Path:
     return RERUNS_DIR / f"{name}-{profile}-{digest}"
 
 
+def page_results_dir(name: str, profile: str, overrides: dict | None, results_dir=None) -> Path | None:
+    """Where a command that trains a page's runs ahead writes them: ``results_dir`` when given, else the book's
+    ``results/`` (None) for a canonical run, else the re-run folder's ``results`` (as the runner would)."""
+    if results_dir is not None:
+        return Path(results_dir)
+    return None if is_canonical(profile, overrides) else rerun_folder(name, profile, overrides) / "results"
+
+
 class _DropLibraryImports(ast.NodeTransformer):
     """Removes the statements that import from bertsent, collecting the names they bind: where a name comes from
     is the library's layout, which the method versions cover (:func:`page_inputs`)."""

@@ -54,6 +54,22 @@ def acl_config(method: str, weight: float = 0.5, temperature: float = 0.3) -> Ac
                      gradient_gate=method == "acl", measure_angle=True)
 
 
+def method_objective(method: str, weight: float = 0.5, temperature: float = 0.3) -> ContrastiveObjective | None:
+    """The fine-tuning objective of a method of :data:`METHODS` (``ce``: None, the plain recipe)."""
+    config = acl_config(method, weight, temperature)
+    return None if config is None else ContrastiveObjective(config)
+
+
+def exit_objective(mode: str, weight: float = 0.5, temperature: float = 0.3, thresholds=None,
+                   latency_examples: int = 64) -> "TimedMultiExitObjective":
+    """The multi-exit objective of a mode of :data:`EXIT_MODES`, timing early exits at ``thresholds``."""
+    if mode not in EXIT_MODES:
+        raise ValueError(f"Unknown multi-exit mode {mode!r}; known: {', '.join(EXIT_MODES)}.")
+    config = MultiExitConfig(mode=mode, weight=float(weight), temperature=float(temperature),
+                             **({} if thresholds is None else {"exit_thresholds": tuple(thresholds)}))
+    return TimedMultiExitObjective(config, latency_examples)
+
+
 def task_metric(task: str) -> str:
     """The metric of ``task`` the tables and claims read (MCC for CoLA, accuracy otherwise)."""
     return TASK_METRICS[task][1]
@@ -122,11 +138,10 @@ def run_grid(model, tasks, methods, seeds, max_train_examples: dict | None = Non
         for method in methods:
             for seed in seeds:
                 config = glue_config(task, seed, max_train_examples, **settings)
-                acl = acl_config(method, weight, temperature)
-                objective = None if acl is None else ContrastiveObjective(acl)
+                objective = method_objective(method, weight, temperature)
                 stored = glue_run(model, task, config, data_dir, results_dir, objective)
-                rows.append(_run_row(stored, method, task, int(seed), None if acl is None else float(weight)))
-                if acl is not None:
+                rows.append(_run_row(stored, method, task, int(seed), None if objective is None else float(weight)))
+                if objective is not None:
                     history = stored.history()
                     steps = history[history["step"] > 0] if "angle" in history else history.iloc[0:0]
                     if len(steps):
@@ -397,9 +412,7 @@ def exit_grid(model, tasks, modes, seeds, max_train_examples: dict | None = None
         metric = task_metric(task)
         for mode in modes:
             for seed in seeds:
-                config = MultiExitConfig(mode=mode, weight=float(weight), temperature=float(temperature),
-                                         **({} if thresholds is None else {"exit_thresholds": tuple(thresholds)}))
-                objective = TimedMultiExitObjective(config, latency_examples)
+                objective = exit_objective(mode, weight, temperature, thresholds, latency_examples)
                 result = glue_run(model, task, glue_config(task, seed, max_train_examples, **settings), data_dir,
                                   results_dir, objective).train()["result"]
                 for index, scores in enumerate(result["exit_metrics"], start=1):

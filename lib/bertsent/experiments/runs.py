@@ -377,14 +377,20 @@ def _glue_identity(model: ModelSource, task: str, config, objective=None) -> tup
                                    identity)
 
 
+def glue_run_handle(model: ModelSource, task: str, config, results_dir=None, objective=None) -> StoredRun:
+    """The stored run :func:`glue_run` would read or write (its key, and ``exists`` when finished), without
+    fine-tuning anything: what a command that trains a page's runs ahead lists."""
+    return StoredRun.at("glue", _glue_identity(model, task, config, objective)[2], results_dir)
+
+
 def glue_run(model: ModelSource, task: str, config, data_dir=None, results_dir=None, objective=None) -> StoredRun:
     """:func:`glue_finetuning`'s stored run (fine-tuned first when absent): its ``train()`` (the result under
     ``"result"``) and its ``history()`` (the dev metric at step 0 and the end, and an objective's per-step
     columns, e.g. ACL's gradient angles)."""
     from ..training.glue import TASK_METRICS, finetune_glue
 
-    path, identity, key = _glue_identity(model, task, config, objective)
-    stored = StoredRun.at("glue", key, results_dir)
+    path, identity, _ = _glue_identity(model, task, config, objective)
+    stored = glue_run_handle(model, task, config, results_dir, objective)
     if not stored.exists:
         import torch
 

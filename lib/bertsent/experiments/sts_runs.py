@@ -50,11 +50,9 @@ def page_runs(profile: str = "quick", overrides: dict | None = None, backbones: 
 
 
 def _results_dir(profile: str, overrides: dict | None, results_dir) -> Path | None:
-    from ..book import is_canonical, rerun_folder
+    from ..book import page_results_dir
 
-    if results_dir is not None:
-        return Path(results_dir)
-    return None if is_canonical(profile, overrides) else rerun_folder(PAGE, profile, overrides) / "results"
+    return page_results_dir(PAGE, profile, overrides, results_dir)
 
 
 def _page_dev(parameters):

@@ -1,0 +1,169 @@
+"""Train the aligned-contrastive chapter's fine-tunings ahead of its pages, one at a time.
+
+At the quick profile the chapter asks for about 30 fine-tunings of 5-25 minutes each on one core: more than a
+session. This command lists them and trains the missing ones with the same library calls the pages make
+(:func:`~bertsent.experiments.aligned_contrastive.run_grid` for ``acl_glue``, whose runs ``acl_gradient_angles``
+reads too, and :func:`~bertsent.experiments.aligned_contrastive.exit_grid` for ``acl_multi_exit``), one run per
+call, so each lands in ``results/runs/glue/<key>/`` as it finishes (commit it) and ``python -m bertsent.book run``
+re-renders the pages from them::
+
+    python -m bertsent.experiments.acl_runs --list                          # every run of both pages, stored or not
+    python -m bertsent.experiments.acl_runs --page acl_glue --max-runs 1    # train the next missing one
+    python -m bertsent.experiments.acl_runs --run acl_glue:CoLA:acl:3       # just that run (a name --list prints)
+    python -m bertsent.experiments.acl_runs -p seeds '[1, 2, 3]' --results-dir results --list
+
+A run's name is ``PAGE:TASK:METHOD:SEED`` with ``:WEIGHT`` (lambda) for the contrastive methods. Like the runner,
+only the canonical profiles (quick, paper) without overrides write under ``results/``; any other profile or ``-p``
+writes to the page's re-run folder (``.cache/reruns/<page>-<profile>-<hash>/results``) unless ``--results-dir`` is
+given (``--results-dir results`` adds runs to the book's store, e.g. a third seed before the profile lists it).
+"""
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass
+
+PAGES = ("acl_glue", "acl_multi_exit")
+
+
+@dataclass(frozen=True)
+class PageRun:
+    """One fine-tuning a page asks for."""
+
+    page: str
+    task: str
+    method: str  # a method of aligned_contrastive.METHODS, or a multi-exit mode (acl_multi_exit)
+    seed: int
+    weight: float | None  # lambda; None for plain CE, whose run does not depend on it
+
+    @property
+    def name(self) -> str:
+        weight = "" if self.weight is None else f":{self.weight:g}"
+        return f"{self.page}:{self.task}:{self.method}:{self.seed}{weight}"
+
+
+def page_runs(page: str, parameters: dict) -> list[PageRun]:
+    """The fine-tunings of ``page`` with its resolved ``parameters``, in the page's order, each once (the lambda
+    curve's point at the main table's lambda is the main table's run)."""
+    if page not in PAGES:
+        raise ValueError(f"Unknown page {page!r}; the chapter's training pages are {', '.join(PAGES)}.")
+    weight = float(parameters["weight"])
+    if page == "acl_multi_exit":
+        return [PageRun(page, task, mode, int(seed), weight) for task in parameters["tasks"]
+                for mode in parameters["modes"] for seed in parameters["seeds"]]
+    runs = [PageRun(page, task, method, int(seed), None if method == "ce" else weight)
+            for task in parameters["tasks"] for method in parameters["methods"] for seed in parameters["seeds"]]
+    runs += [PageRun(page, parameters["lambda_task"], method, int(seed), float(w)) for w in parameters["lambdas"]
+             for method in ("acl_embed", "acl") for seed in parameters["lambda_seeds"]]
+    return list(dict.fromkeys(runs))
+
+
+def _settings(parameters: dict) -> dict:
+    return {name: parameters[name] for name in ("epochs", "learning_rate", "batch_size", "max_length",
+                                                "max_dev_examples")}
+
+
+def _objective(run: PageRun, parameters: dict):
+    from . import aligned_contrastive as acl
+
+    weight = parameters["weight"] if run.weight is None else run.weight
+    if run.page == "acl_multi_exit":
+        return acl.exit_objective(run.method, weight, parameters["temperature"], parameters["thresholds"],
+                                  parameters["latency_examples"])
+    return acl.method_objective(run.method, weight, parameters["temperature"])
+
+
+def stored_runs(page: str, profile: str = "quick", overrides: dict | None = None, results_dir=None,
+                names: list[str] | None = None) -> list[tuple[PageRun, object]]:
+    """``page``'s runs, each with its stored-run handle (key, ``exists``) under the results folder the module doc
+    describes; ``names``: only the runs so named (each must be one of the page's)."""
+    from ..book import page_results_dir, resolve_parameters
+    from ..encode.backbones import backbone_path
+    from . import aligned_contrastive as acl
+    from .runs import glue_run_handle, model_at
+
+    parameters = resolve_parameters(page, profile, overrides)
+    results_dir = page_results_dir(page, profile, overrides, results_dir)
+    model = model_at(backbone_path(parameters["backbone"]))
+    runs = page_runs(page, parameters)
+    if names:
+        by_name = {run.name: run for run in runs}
+        unknown = [name for name in names if name not in by_name]
+        if unknown:
+            raise ValueError(f"{', '.join(unknown)}: not a run of {page} at profile {profile!r} "
+                             "(python -m bertsent.experiments.acl_runs --list names them)")
+        runs = [by_name[name] for name in names]
+    settings = _settings(parameters)
+    return [(run, glue_run_handle(model, run.task,
+                                  acl.glue_config(run.task, run.seed, parameters["max_train_examples"], **settings),
+                                  results_dir, _objective(run, parameters)))
+            for run in runs]
+
+
+def train_run(run: PageRun, profile: str = "quick", overrides: dict | None = None, results_dir=None) -> None:
+    """Fine-tune (or reuse) one run through the page's own call."""
+    from ..book import page_results_dir, resolve_parameters
+    from ..encode.backbones import backbone_path
+    from . import aligned_contrastive as acl
+    from .runs import model_at
+
+    parameters = resolve_parameters(run.page, profile, overrides)
+    results_dir = page_results_dir(run.page, profile, overrides, results_dir)
+    model = model_at(backbone_path(parameters["backbone"]))
+    weight = parameters["weight"] if run.weight is None else run.weight
+    shared = (parameters["max_train_examples"], weight, parameters["temperature"])
+    if run.page == "acl_multi_exit":
+        acl.exit_grid(model, [run.task], [run.method], [run.seed], *shared, parameters["thresholds"],
+                      parameters["latency_examples"], parameters["data_dir"], results_dir, **_settings(parameters))
+    else:
+        acl.run_grid(model, [run.task], [run.method], [run.seed], *shared, parameters["data_dir"], results_dir,
+                     **_settings(parameters))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bertsent.experiments.acl_runs",
+                                     description="Train the ACL pages' fine-tunings ahead of the pages (see the "
+                                                 "module doc).")
+    parser.add_argument("--profile", default="quick")
+    parser.add_argument("--page", action="append", choices=PAGES, help="only this page's runs (repeatable)")
+    parser.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"), default=[],
+                        help="override a parameter of every chosen page (VALUE is JSON), as for "
+                             "python -m bertsent.book run")
+    parser.add_argument("--results-dir", help="where the runs' results go (default: see the module doc)")
+    parser.add_argument("--run", action="append", help="only this run, by the name --list prints (repeatable)")
+    parser.add_argument("--max-runs", type=int, help="train at most this many missing runs, then stop")
+    parser.add_argument("--threads", type=int, help="PyTorch threads (default: PyTorch's)")
+    parser.add_argument("--list", action="store_true", help="list the runs and whether each is stored; train nothing")
+    args = parser.parse_args(argv)
+    from ..book import parse_value
+
+    overrides = {name: parse_value(value) for name, value in args.parameter} or None
+    pages = args.page or [p for p in PAGES if not args.run or any(r.startswith(p + ":") for r in args.run)]
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    trained = 0
+    try:
+        for page in pages:
+            names = [r for r in args.run if r.startswith(page + ":")] if args.run else None
+            for run, stored in stored_runs(page, args.profile, overrides, args.results_dir, names):
+                if args.list:
+                    print(f"{run.name}: {'stored' if stored.exists else 'missing'} ({stored.key})")
+                    continue
+                if stored.exists:
+                    continue
+                if args.max_runs is not None and trained >= args.max_runs:
+                    print(f"{run.name}: left for a later call (--max-runs {args.max_runs})")
+                    continue
+                start = time.time()
+                train_run(run, args.profile, overrides, args.results_dir)
+                trained += 1
+                print(f"{run.name}: trained ({time.time() - start:.0f} s; {stored.key})", flush=True)
+    except ValueError as error:  # ParameterError included
+        parser.exit(2, f"error: {error}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

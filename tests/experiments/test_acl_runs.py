@@ -1,0 +1,48 @@
+"""Training the ACL pages' fine-tunings ahead of the pages (``bertsent.experiments.acl_runs``): the runs the pages
+ask for, each once, keyed as the pages key them, stored where they read them, never into results/ by a
+non-canonical profile."""
+import pytest
+
+from bertsent.book import resolve_parameters
+from bertsent.experiments import acl_runs
+from bertsent.experiments.acl_runs import PageRun
+
+
+def test_the_lambda_curve_reuses_the_main_tables_point_and_ce_has_no_lambda():
+    parameters = resolve_parameters("acl_glue", "quick", {"tasks": ["CoLA"], "seeds": [1], "lambdas": [0.5, 2.0]})
+    runs = acl_runs.page_runs("acl_glue", parameters)
+    assert PageRun("acl_glue", "CoLA", "ce", 1, None) in runs
+    assert sum(r == PageRun("acl_glue", "CoLA", "acl", 1, 0.5) for r in runs) == 1
+    assert [r.name for r in runs][-2:] == ["acl_glue:CoLA:acl_embed:1:2", "acl_glue:CoLA:acl:1:2"]
+    assert len({r.name for r in runs}) == len(runs)
+
+
+def test_multi_exit_runs_are_the_modes_per_task_and_seed():
+    parameters = resolve_parameters("acl_multi_exit", "quick", {"seeds": [1, 2]})
+    runs = acl_runs.page_runs("acl_multi_exit", parameters)
+    assert [(r.method, r.seed) for r in runs] == [(m, s) for m in parameters["modes"] for s in (1, 2)]
+
+
+def test_an_unknown_page_or_run_is_refused_with_the_choices():
+    with pytest.raises(ValueError, match="acl_angles.*acl_glue, acl_multi_exit"):
+        acl_runs.page_runs("acl_angles", {})
+    with pytest.raises(ValueError, match="acl_glue:CoLA:acl:9: not a run of acl_glue.*--list"):
+        acl_runs.stored_runs("acl_glue", "quick", names=["acl_glue:CoLA:acl:9"])
+
+
+def test_a_run_is_trained_where_the_page_reads_it_and_then_reused(tmp_path):
+    overrides = {"lambdas": [0.5]}
+    name = "acl_glue:RTE:acl:1:0.5"
+    (run, stored), = acl_runs.stored_runs("acl_glue", "smoke", overrides, tmp_path, [name])
+    assert not stored.exists
+    acl_runs.train_run(run, "smoke", overrides, tmp_path)
+    (_, again), = acl_runs.stored_runs("acl_glue", "smoke", overrides, tmp_path, [name])
+    assert again.exists and again.key == stored.key and again.directory.is_relative_to(tmp_path)
+    assert again.train()["result"]["train_examples"] == 16
+
+
+def test_only_canonical_profiles_write_into_results(tmp_path):
+    (_, canonical), = acl_runs.stored_runs("acl_glue", "quick", names=["acl_glue:CoLA:ce:1"])
+    (_, rerun), = acl_runs.stored_runs("acl_glue", "quick", {"seeds": [1]}, names=["acl_glue:CoLA:ce:1"])
+    assert canonical.key == rerun.key
+    assert ".cache" not in str(canonical.directory) and "reruns" in str(rerun.directory)
