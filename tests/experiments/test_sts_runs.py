@@ -53,3 +53,25 @@ def test_keys_pick_runs_in_the_order_given_and_an_unknown_key_is_refused():
     assert [stored.key for _, stored in picked] == [listed[2], listed[0]]
     with pytest.raises(ValueError, match="no-such-run: not a run of the STS page.*--list"):
         sts_runs.stored_page_runs("quick", GEMMA_RUNS, keys=["no-such-run"])
+
+
+def test_the_domain_and_ablation_pages_list_the_runs_their_notebooks_train():
+    domain = sts_runs.page_runs("quick", {"backbones": ["bert-mini-wiki"], "seeds": [42, 1]}, page="sg_opt_domain")
+    assert [(r["train_data"], r["seed"]) for r in domain] == [
+        (data, seed) for data in ("stsb_all", "stsb_train", "snli") for seed in (42, 1)]
+    assert {r["config"].loss for r in domain} == {"opt3"}
+    ablations = sts_runs.page_runs("quick", {"variants": ["sg_opt", "sg"], "seeds": [42], "reference_seeds": [42, 1]},
+                                   page="sg_opt_ablations")
+    assert [(r["method"], r["seed"], r["config"].loss) for r in ablations] == [
+        ("sg_opt", 42, "opt3"), ("sg_opt", 1, "opt3"), ("sg", 42, "base")]
+
+
+def test_a_run_shared_by_two_pages_has_one_key():
+    sts = {s.key for _, s in sts_runs.stored_page_runs("quick", backbones=["bert-mini-wiki"])}
+    domain = {s.key for _, s in sts_runs.stored_page_runs("quick", backbones=["bert-mini-wiki"], page="sg_opt_domain")}
+    assert len(sts & domain) == 2  # SG-OPT on stsb_all and stsb_train, seed 42
+
+
+def test_a_page_that_trains_no_sg_runs_is_refused():
+    with pytest.raises(ValueError, match="'isotropy' trains no SG runs ahead.*sg_opt_domain"):
+        sts_runs.page_runs("quick", page="isotropy")
