@@ -266,17 +266,22 @@ class PretrainingMethod(Method):
         return {"loss": f"{running_loss:.3f}", "tok_s": f"{rate:,.0f}"}
 
 
+def _pairs(config: PretrainingConfig, tokenizer, split: str, batch_size: int, max_length: int, corpus_dir=None,
+           cache_dir=None) -> PairBatches:
+    """``split``'s sentence pairs (``train`` or ``heldout``) of a run of ``config``, cut at ``max_length``."""
+    next_sentence, left_to_right = config.objective == "mlm_nsp", config.objective == "ltr"
+    instances = corpus_instances(tokenizer, split, files=config.corpus_files, max_length=max_length,
+                                 seed=config.data_seed, next_sentence=next_sentence, corpus_dir=corpus_dir,
+                                 cache_dir=cache_dir)
+    return PairBatches(instances, tokenizer, batch_size, config.seed, next_sentence, left_to_right)
+
+
 def corpus_batches(config: PretrainingConfig, tokenizer, corpus_dir=None, cache_dir=None
                    ) -> tuple[PairBatches, PairBatches, list[dict]]:
     """The training batches, the held-out pairs and the fixed, pre-masked held-out evaluation batches of a run of
     ``config`` (the same for every run that shares its data settings, seed and objective)."""
-    next_sentence, left_to_right = config.objective == "mlm_nsp", config.objective == "ltr"
-    data = dict(files=config.corpus_files, max_length=config.max_length, seed=config.data_seed,
-                next_sentence=next_sentence, corpus_dir=corpus_dir, cache_dir=cache_dir)
-    train = PairBatches(corpus_instances(tokenizer, "train", **data), tokenizer, config.batch_size, config.seed,
-                        next_sentence, left_to_right)
-    heldout = PairBatches(corpus_instances(tokenizer, "heldout", **data), tokenizer, 128, config.seed, next_sentence,
-                          left_to_right)
+    train = _pairs(config, tokenizer, "train", config.batch_size, config.max_length, corpus_dir, cache_dir)
+    heldout = _pairs(config, tokenizer, "heldout", 128, config.max_length, corpus_dir, cache_dir)
     return train, heldout, heldout.evaluation_batches(config.eval_instances, config.data_seed)
 
 
@@ -301,15 +306,11 @@ def pretrain(output_dir: str | Path, config: PretrainingConfig | None = None, re
     output_dir.mkdir(parents=True, exist_ok=True)
     accelerator = make_accelerator(config.mixed_precision)
     tokenizer = load_tokenizer()
-    next_sentence = config.objective == "mlm_nsp"
     left_to_right = config.objective == "ltr"
-    data = dict(files=config.corpus_files, max_length=config.max_length, seed=config.data_seed,
-                next_sentence=next_sentence, corpus_dir=corpus_dir, cache_dir=cache_dir)
     train, heldout, eval_batches = corpus_batches(config, tokenizer, corpus_dir, cache_dir)
-    short_train = None
-    if config.short_length:
-        short_train = PairBatches(corpus_instances(tokenizer, "train", **{**data, "max_length": config.short_length}),
-                                  tokenizer, config.batch_size, config.seed, next_sentence, left_to_right)
+    # the short first phase (Devlin et al.: 90% of the steps at length 128 before 512) reads the same pairs, cut shorter
+    short_train = (_pairs(config, tokenizer, "train", config.batch_size, config.short_length, corpus_dir, cache_dir)
+                   if config.short_length else None)
     majority = majority_token(train.instances.tokens, FIRST_WORD_PIECE)
 
     model = new_pretraining_model(config.size, len(tokenizer), config.seed, config.objective, dropout=config.dropout)
