@@ -196,6 +196,8 @@ def test_multi_exit_claims_is_one_table_with_integer_exits():
     assert claims["exit"].dropna().tolist() == [1, 1, 2, 2, 3, 3, 4, 4]
     shallow = claims[claims["exit"].isna()].iloc[0]
     assert shallow["claim"].startswith("gain of acl_cl over joint") and shallow["our_effect"] == pytest.approx(4.0)
+    joined = acl.joined_exit_claims(acl.exit_claims(acl.exit_table(exits)), acl.shallow_gain_claim(exits))
+    pd.testing.assert_frame_equal(joined, claims)
 
 
 def test_exit_curve_table_averages_seeds():

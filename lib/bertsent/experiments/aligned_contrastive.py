@@ -510,8 +510,12 @@ def multi_exit_claims(per_exit: pd.DataFrame, exits: pd.DataFrame, mode: str = "
     """The multi-exit page's claims in one table: :func:`exit_claims` on ``per_exit`` (:func:`exit_table`) and
     :func:`shallow_gain_claim` on ``exits`` (the per-run rows), with ``exit`` an integer column (blank on the
     shallow-gain rows, which span every exit)."""
-    table = pd.concat([exit_claims(per_exit, mode, against), shallow_gain_claim(exits, mode, against[0])],
-                      ignore_index=True)
+    return joined_exit_claims(exit_claims(per_exit, mode, against), shallow_gain_claim(exits, mode, against[0]))
+
+
+def joined_exit_claims(per_exit_claims: pd.DataFrame, shallow_claims: pd.DataFrame) -> pd.DataFrame:
+    """:func:`multi_exit_claims` from claims already computed (the page shows both parts before writing them)."""
+    table = pd.concat([per_exit_claims, shallow_claims], ignore_index=True)
     if "exit" in table:
         table["exit"] = table["exit"].astype("Int64")
     return table
@@ -553,7 +557,7 @@ __all__ = ["METHODS", "EXIT_MODES", "MISSING_TASKS", "acl_config", "per_task", "
            "run_grid", "lambda_grid", "all_at_floor", "score_table",
            "main_table", "cost_table", "angle_table", "lambda_table", "lambda_spread", "main_claims",
            "majority_count", "lambda_claim", "TimedMultiExitObjective", "exit_grid", "exit_table",
-           "exit_curve_table", "shallow_gain_claim", "exit_claims", "multi_exit_claims", "missing_tasks_sentence", "angle_sentence",
+           "exit_curve_table", "shallow_gain_claim", "exit_claims", "multi_exit_claims", "joined_exit_claims", "missing_tasks_sentence", "angle_sentence",
            "with_reference", "tolerance_phrase"]
 
 
