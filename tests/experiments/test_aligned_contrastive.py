@@ -32,8 +32,23 @@ def test_acl_config_per_method():
     assert (scl.loss, scl.gradient_gate, scl.weight, scl.measure_angle) == ("scl", False, 0.3, True)
     assert (embed.loss, embed.gradient_gate, embed.weight, embed.temperature) == ("acl_embed", False, 0.5, 0.3)
     assert (gated.loss, gated.gradient_gate, gated.weight, gated.temperature) == ("acl_embed", True, 1.0, 0.1)
+    scl_gated = acl.acl_config("scl_grad")
+    assert (scl_gated.loss, scl_gated.gradient_gate) == ("scl", True)
     with pytest.raises(ValueError, match="Unknown method"):
         acl.acl_config("acl_grad")
+
+
+def test_component_claims_remove_one_component_at_a_time():
+    rows = [{"task": "CoLA", "metric": "mcc", "method": m, "mean": mean, "sd": 1.0, "seeds": 3, "at_floor": False}
+            for m, mean in (("ce", 10.0), ("ce_scl", 12.0), ("acl_embed", 20.0), ("acl", 21.0))]
+    claims = acl.component_claims(pd.DataFrame(rows))
+    assert claims["component"].tolist() == ["ACL-Grad", "ACL-Embed"]  # no scl_grad run: its row is left out
+    assert claims["claim"].tolist() == ["acl > acl_embed", "acl_embed > ce_scl"]
+    assert claims["our_effect"].tolist() == pytest.approx([1.0, 8.0])
+    assert list(claims.columns[:2]) == ["claim", "component"]
+    with_gate = acl.component_claims(pd.DataFrame(rows + [{**rows[1], "method": "scl_grad", "mean": 15.0}]))
+    assert with_gate["component"].tolist()[-1] == "ACL-Embed, gate on"
+    assert with_gate["our_effect"].iloc[-1] == pytest.approx(6.0)
 
 
 def test_score_table_means_sds_and_mrpc_two_metrics():

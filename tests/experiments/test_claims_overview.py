@@ -191,6 +191,7 @@ def test_acl_claims_equal_the_pages_own_claims():
     tables = overview.chapter_claims("aligned-contrastive", fixtures / "smoke_results", per_page=True)
     pages = {"aligned-contrastive/gradient_angles_claims.csv": "acl_gradient_angles",
              "aligned-contrastive/glue_claims.csv": "acl_glue", "aligned-contrastive/lambda_claims.csv": "acl_glue",
+             "aligned-contrastive/component_claims.csv": "acl_glue",
              "aligned-contrastive/exit_claims.csv": "acl_multi_exit"}
     assert set(tables) == set(pages)
     for name, page in pages.items():

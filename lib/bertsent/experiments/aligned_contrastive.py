@@ -33,25 +33,33 @@ from ..training.glue import TASK_METRICS, GlueConfig, _encode
 # majority class are marked and get no verdict)
 METHOD_VERSION = 2
 
-METHODS = ("ce", "ce_scl", "acl_embed", "acl")
-METHOD_LABELS = {"ce": "CE", "ce_scl": "CE+SCL", "acl_embed": "ACL-Embed", "acl": "ACL (Embed+Grad)"}
+METHODS = ("ce", "ce_scl", "acl_embed", "acl", "scl_grad")
+METHOD_LABELS = {"ce": "CE", "ce_scl": "CE+SCL", "acl_embed": "ACL-Embed", "acl": "ACL (Embed+Grad)",
+                 "scl_grad": "CE+SCL+Grad"}
+# the component ablation: (component, the method with it, the same method without it). ACL-CL, the multi-exit
+# component, is judged on the multi-exit page (ACL-CL against joint CE at every exit).
+COMPONENTS = (("ACL-Grad", "acl", "acl_embed"),
+              ("ACL-Embed", "acl_embed", "ce_scl"),
+              ("ACL-Embed, gate on", "acl", "scl_grad"))
 EXIT_MODES = ("joint", "kd", "acl_cl")
 EXIT_LABELS = {"joint": "joint CE", "kd": "logit KD", "acl_cl": "ACL-CL"}
 # GLUE tasks of the paper with no training data in this repository (data/manifest.csv: no MNLI or QQP at all, QNLI
 # dev only)
 MISSING_TASKS = ("MNLI", "QNLI", "QQP")
-ANGLE_PAIRS = {"ce_scl": "CE vs SCL", "acl_embed": "CE vs ACL-Embed", "acl": "CE vs ACL-Embed (ACL, gated)"}
+ANGLE_PAIRS = {"ce_scl": "CE vs SCL", "acl_embed": "CE vs ACL-Embed", "acl": "CE vs ACL-Embed (ACL, gated)",
+               "scl_grad": "CE vs SCL (gated)"}
 
 
 def acl_config(method: str, weight: float = 0.5, temperature: float = 0.3) -> AclConfig | None:
-    """The ACL configuration of a method of :data:`METHODS` (``ce``: None, the recipe itself)."""
+    """The ACL configuration of a method of :data:`METHODS` (``ce``: None, the recipe itself; ``scl_grad``: SCL
+    under ACL-Grad's gate, ACL without its label embeddings, for the component ablation)."""
     if method not in METHODS:
         raise ValueError(f"Unknown method {method!r}; known: {', '.join(METHODS)}.")
     if method == "ce":
         return None
-    loss = "scl" if method == "ce_scl" else "acl_embed"
+    loss = "scl" if method in ("ce_scl", "scl_grad") else "acl_embed"
     return AclConfig(loss=loss, weight=float(weight), temperature=float(temperature),
-                     gradient_gate=method == "acl", measure_angle=True)
+                     gradient_gate=method in ("acl", "scl_grad"), measure_angle=True)
 
 
 def method_objective(method: str, weight: float = 0.5, temperature: float = 0.3) -> ContrastiveObjective | None:
@@ -313,6 +321,21 @@ def main_claims(scores: pd.DataFrame, better: str = "acl", against=("ce", "ce_sc
     return claims_table(rows)
 
 
+def component_claims(scores: pd.DataFrame, reference: Spread | None = None) -> pd.DataFrame:
+    """The component ablation (the paper: each of ACL-Embed, ACL-Grad and ACL-CL contributes): for each component
+    of :data:`COMPONENTS` whose two methods were both trained, :func:`main_claims`' "with it > without it" per task,
+    with a ``component`` column. Removing ACL-Grad from ACL leaves ACL-Embed; removing the label embeddings leaves
+    SCL, without the gate (ACL-Embed against CE+SCL) and, where ``scl_grad`` was trained, with it."""
+    parts = [main_claims(scores, with_it, (without,), reference).assign(component=component)
+             for component, with_it, without in COMPONENTS]
+    parts = [part for part in parts if len(part)]
+    if not parts:
+        return claims_table([])
+    table = pd.concat(parts, ignore_index=True)
+    table.insert(1, "component", table.pop("component"))  # after the claim, as claims_table puts context
+    return table
+
+
 def majority_count(claims: pd.DataFrame, better: str = "acl", against=("ce", "ce_scl")) -> dict:
     """How many tasks ``better`` beats every method of ``against`` on: beyond the noise (verdict reproduced on
     every comparison of the task) and by the sign alone; the number of tasks; and ``at_floor``, the tasks where a
@@ -557,8 +580,8 @@ __all__ = ["METHODS", "EXIT_MODES", "MISSING_TASKS", "acl_config", "per_task", "
            "run_grid", "lambda_grid", "all_at_floor", "score_table",
            "main_table", "cost_table", "angle_table", "lambda_table", "lambda_spread", "main_claims",
            "majority_count", "lambda_claim", "TimedMultiExitObjective", "exit_grid", "exit_table",
-           "exit_curve_table", "shallow_gain_claim", "exit_claims", "multi_exit_claims", "joined_exit_claims", "missing_tasks_sentence", "angle_sentence",
-           "with_reference", "tolerance_phrase"]
+           "exit_curve_table", "shallow_gain_claim", "exit_claims", "multi_exit_claims", "joined_exit_claims",
+           "component_claims", "missing_tasks_sentence", "angle_sentence", "with_reference", "tolerance_phrase"]
 
 
 def tolerance_phrase(claims: pd.DataFrame) -> str:

@@ -193,10 +193,10 @@ def attention_pooling_claims(inputs_dir=None, per_page: bool = False) -> dict[st
 def acl_claims(inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataFrame]:
     """The aligned contrastive learning chapter's claims, each recomputed from the per-run CSVs its pages wrote: the
     motivating observation from the per-step angles (``aligned-contrastive/gradient_angles_per_step.csv`` of
-    ``acl_gradient_angles``, at the paper's 90-degree threshold), the main table's "ACL > CE, CE+SCL" from
-    ``glue_scores.csv`` and the lambda sensitivity from ``lambda_sensitivity.csv`` (``acl_glue``; a one-seed lambda
-    point borrows ACL's seed spread on that task, as the page does), and the multi-exit claims from ``exit_scores.csv``
-    and ``exit_runs.csv`` (``acl_multi_exit``)."""
+    ``acl_gradient_angles``, at the paper's 90-degree threshold), the main table's "ACL > CE, CE+SCL" and the
+    component ablation from ``glue_scores.csv`` and the lambda sensitivity from ``lambda_sensitivity.csv``
+    (``acl_glue``; a one-seed lambda point borrows ACL's seed spread on that task, as the page does), and the
+    multi-exit claims from ``exit_scores.csv`` and ``exit_runs.csv`` (``acl_multi_exit``)."""
     from . import aligned_contrastive as acl
 
     folder = "aligned-contrastive"
@@ -209,6 +209,7 @@ def acl_claims(inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataFram
     reference = acl.with_reference(scores[scores["task"].isin(lambda_tasks)])
     return {f"{folder}/gradient_angles_claims.csv": acl.angle_claims(angles),
             f"{folder}/glue_claims.csv": acl.main_claims(scores),
+            f"{folder}/component_claims.csv": acl.component_claims(scores),
             f"{folder}/lambda_claims.csv": acl.lambda_claim(sensitivity, reference=reference),
             f"{folder}/exit_claims.csv": acl.multi_exit_claims(per_exit, exits)}
 
