@@ -46,3 +46,13 @@ def test_only_canonical_profiles_write_into_results(tmp_path):
     (_, rerun), = acl_runs.stored_runs("acl_glue", "quick", {"seeds": [1]}, names=["acl_glue:CoLA:ce:1"])
     assert canonical.key == rerun.key
     assert ".cache" not in str(canonical.directory) and "reruns" in str(rerun.directory)
+
+
+def test_a_deep_backbone_adds_its_own_runs_named_by_it():
+    parameters = resolve_parameters("acl_multi_exit", "quick", {"deep_backbone": "all-mpnet-base-v2"})
+    deep = [r for r in acl_runs.page_runs("acl_multi_exit", parameters) if r.backbone]
+    assert [(r.method, r.seed) for r in deep] == [(m, s) for m in parameters["deep_modes"] for s in parameters["seeds"]]
+    assert deep[0].name == "acl_multi_exit:SST-2:joint:1:0.5@all-mpnet-base-v2"
+    listed = acl_runs.stored_runs("acl_multi_exit", "quick", {"deep_backbone": "all-mpnet-base-v2"},
+                                  names=[deep[0].name, "acl_multi_exit:SST-2:joint:1:0.5"])
+    assert listed[0][1].key != listed[1][1].key and "SST-2-multi_exit_joint" in listed[0][1].key

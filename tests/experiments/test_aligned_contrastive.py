@@ -267,3 +267,19 @@ def test_angle_claims_weigh_the_share_above_the_threshold_against_the_seed_sprea
     embed = claims.loc["CE and ACL-Embed gradients > 90 degrees apart (% of steps)"]
     assert embed["our_effect"] == 0.0 and embed["verdict"] == "noise not measured"  # one seed: no verdict
     assert len(claims) == 2  # CE alone has no angle claim
+
+
+def test_depth_comparison_reads_the_deep_models_middle_exit_against_the_shallow_models_last():
+    shallow = _exits()  # 4 exits: the "6-layer" model of this toy; joint CE at its last exit: 85 on both seeds
+    deep = pd.concat([_exits().assign(exit=lambda t: t["exit"] + 4 * block) for block in (0, 1)], ignore_index=True)
+    # the deep (8-exit) model's exit 3 under acl_cl: 82 (seed 1) and 83 (seed 2)
+    table = acl.depth_table(deep, shallow, deep_exit=3, deep_backbone="big", shallow_backbone="small")
+    row = table[(table["backbone"] == "big") & (table["mode"] == "acl_cl")].iloc[0]
+    assert (row["exit"], row["of_layers"], row["mean"], row["seeds"]) == (3, 8, pytest.approx(82.5), 2)
+    last = table[(table["backbone"] == "small") & (table["mode"] == "joint")].iloc[0]
+    assert (last["exit"], last["mean"]) == (4, pytest.approx(85.0))
+    claims = acl.depth_claims(deep, shallow, deep_exit=3, deep_backbone="big", shallow_backbone="small")
+    assert claims["claim"].tolist() == ["big exit 3 (acl_cl) >= small (4 layers, joint)"]
+    assert claims["our_effect"].iloc[0] == pytest.approx(-2.5)
+    assert claims["tolerance"].iloc[0] == pytest.approx(1.0)  # 2 SE: sd 0.71 over 2 seeds against sd 0
+    assert claims["verdict"].iloc[0] == "not reproduced"

@@ -12,7 +12,9 @@ re-renders the pages from them::
     python -m bertsent.experiments.acl_runs --run acl_glue:CoLA:acl:3       # just that run (a name --list prints)
     python -m bertsent.experiments.acl_runs -p seeds '[1, 2, 3]' --results-dir results --list
 
-A run's name is ``PAGE:TASK:METHOD:SEED`` with ``:WEIGHT`` (lambda) for the contrastive methods. Like the runner,
+A run's name is ``PAGE:TASK:METHOD:SEED`` with ``:WEIGHT`` (lambda) for the contrastive methods and ``@BACKBONE``
+for a run on another backbone than the page's (the multi-exit page's ``deep_backbone``, e.g. ``-p deep_backbone
+all-mpnet-base-v2``). Like the runner,
 only the canonical profiles (quick, paper) without overrides write under ``results/``; any other profile or ``-p``
 writes to the page's re-run folder (``.cache/reruns/<page>-<profile>-<hash>/results``) unless ``--results-dir`` is
 given (``--results-dir results`` adds runs to the book's store, e.g. a third seed before the profile lists it).
@@ -35,11 +37,13 @@ class PageRun:
     method: str  # a method of aligned_contrastive.METHODS, or a multi-exit mode (acl_multi_exit)
     seed: int
     weight: float | None  # lambda; None for plain CE, whose run does not depend on it
+    backbone: str | None = None  # None: the page's backbone; else another (the multi-exit page's deep_backbone)
 
     @property
     def name(self) -> str:
         weight = "" if self.weight is None else f":{self.weight:g}"
-        return f"{self.page}:{self.task}:{self.method}:{self.seed}{weight}"
+        backbone = "" if self.backbone is None else f"@{self.backbone}"
+        return f"{self.page}:{self.task}:{self.method}:{self.seed}{weight}{backbone}"
 
 
 def page_runs(page: str, parameters: dict) -> list[PageRun]:
@@ -49,8 +53,12 @@ def page_runs(page: str, parameters: dict) -> list[PageRun]:
         raise ValueError(f"Unknown page {page!r}; the chapter's training pages are {', '.join(PAGES)}.")
     weight = float(parameters["weight"])
     if page == "acl_multi_exit":
-        return [PageRun(page, task, mode, int(seed), weight) for task in parameters["tasks"]
+        runs = [PageRun(page, task, mode, int(seed), weight) for task in parameters["tasks"]
                 for mode in parameters["modes"] for seed in parameters["seeds"]]
+        if parameters.get("deep_backbone"):
+            runs += [PageRun(page, task, mode, int(seed), weight, parameters["deep_backbone"])
+                     for task in parameters["tasks"] for mode in parameters["deep_modes"] for seed in parameters["seeds"]]
+        return runs
     runs = [PageRun(page, task, method, int(seed), None if method == "ce" else weight)
             for task in parameters["tasks"] for method in parameters["methods"] for seed in parameters["seeds"]]
     runs += [PageRun(page, parameters["lambda_task"], method, int(seed), float(w)) for w in parameters["lambdas"]
@@ -84,8 +92,9 @@ def stored_runs(page: str, profile: str = "quick", overrides: dict | None = None
 
     parameters = resolve_parameters(page, profile, overrides)
     results_dir = page_results_dir(page, profile, overrides, results_dir)
-    model = model_at(backbone_path(parameters["backbone"]))
     runs = page_runs(page, parameters)
+    models = {backbone: model_at(backbone_path(backbone))
+              for backbone in {run.backbone or parameters["backbone"] for run in runs}}
     if names:
         by_name = {run.name: run for run in runs}
         unknown = [name for name in names if name not in by_name]
@@ -94,7 +103,7 @@ def stored_runs(page: str, profile: str = "quick", overrides: dict | None = None
                              "(python -m bertsent.experiments.acl_runs --list names them)")
         runs = [by_name[name] for name in names]
     settings = _settings(parameters)
-    return [(run, glue_run_handle(model, run.task,
+    return [(run, glue_run_handle(models[run.backbone or parameters["backbone"]], run.task,
                                   acl.glue_config(run.task, run.seed, parameters["max_train_examples"], **settings),
                                   results_dir, _objective(run, parameters)))
             for run in runs]
@@ -109,7 +118,7 @@ def train_run(run: PageRun, profile: str = "quick", overrides: dict | None = Non
 
     parameters = resolve_parameters(run.page, profile, overrides)
     results_dir = page_results_dir(run.page, profile, overrides, results_dir)
-    model = model_at(backbone_path(parameters["backbone"]))
+    model = model_at(backbone_path(run.backbone or parameters["backbone"]))
     weight = parameters["weight"] if run.weight is None else run.weight
     shared = (parameters["max_train_examples"], weight, parameters["temperature"])
     if run.page == "acl_multi_exit":

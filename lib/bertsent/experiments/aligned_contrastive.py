@@ -509,6 +509,52 @@ def shallow_gain_claim(exits: pd.DataFrame, mode: str = "acl_cl", baseline: str 
     return claims_table(rows)
 
 
+def _exit_scores(exits: pd.DataFrame, task: str, mode: str, exit_: int) -> pd.DataFrame:
+    return exits[(exits["task"] == task) & (exits["mode"] == mode) & (exits["exit"] == exit_)]
+
+
+def depth_table(deep_exits: pd.DataFrame, shallow_exits: pd.DataFrame, deep_exit: int = 6,
+                deep_backbone: str = "deep", shallow_backbone: str = "shallow") -> pd.DataFrame:
+    """The paper's comparison of a 12-layer multi-exit BERT's 6th exit with 6-layer distilled models, as far as the
+    backbones here allow: per task and mode, the deep backbone's exit ``deep_exit`` (the layers it runs) beside the
+    shallow backbone's last exit (its full depth), mean and sd over seeds. ``*_exits``: :func:`exit_grid`'s rows."""
+    rows = []
+    for backbone, exits, which in ((deep_backbone, deep_exits, lambda g: deep_exit),
+                                   (shallow_backbone, shallow_exits, lambda g: int(g["exit"].max()))):
+        for (task, mode), group in exits.groupby(["task", "mode"], sort=False):
+            exit_ = which(group)
+            scores = _exit_scores(group, task, mode, exit_)["score"]
+            if not len(scores):
+                continue
+            rows.append({"task": task, "backbone": backbone, "mode": mode, "exit": exit_, "layers_run": exit_,
+                         "of_layers": int(group["exit"].max()), "metric": task_metric(task), "mean": scores.mean(),
+                         "sd": scores.std(ddof=1) if len(scores) > 1 else float("nan"), "seeds": len(scores)})
+    return pd.DataFrame(rows)
+
+
+def depth_claims(deep_exits: pd.DataFrame, shallow_exits: pd.DataFrame, deep_exit: int = 6,
+                 deep_mode: str = "acl_cl", shallow_mode: str = "joint", deep_backbone: str = "deep",
+                 shallow_backbone: str = "shallow") -> pd.DataFrame:
+    """The claim "the 6th exit of a 12-layer multi-exit model trained with ACL-CL matches or beats a 6-layer model":
+    per task, the deep backbone's exit ``deep_exit`` under ``deep_mode`` minus the shallow backbone's last exit under
+    ``shallow_mode``, against the seed noise of the two means. "Matches or beats": *reproduced* (beyond the noise,
+    above) or *within noise* (matches) both agree with the paper; *not reproduced* means the exit is worse."""
+    rows = []
+    for task in list(dict.fromkeys(deep_exits["task"])):
+        deep = _exit_scores(deep_exits, task, deep_mode, deep_exit)
+        shallow_rows = shallow_exits[(shallow_exits["task"] == task) & (shallow_exits["mode"] == shallow_mode)]
+        if not len(deep) or not len(shallow_rows):
+            continue
+        shallow = _exit_scores(shallow_rows, task, shallow_mode, int(shallow_rows["exit"].max()))
+        sides = [Side(float(part["score"].std(ddof=1)) if len(part) > 1 else 0.0, len(part)) for part in (deep, shallow)]
+        rows.append(judge(f"{deep_backbone} exit {deep_exit} ({deep_mode}) >= {shallow_backbone} "
+                          f"({int(shallow_rows['exit'].max())} layers, {shallow_mode})",
+                          deep["score"].mean() - shallow["score"].mean(), None, seed_noise(*sides),
+                          floor=_floor(all_at_floor(deep), all_at_floor(shallow)), task=task,
+                          metric=task_metric(task), score=deep["score"].mean(), compared_with=shallow["score"].mean()))
+    return claims_table(rows)
+
+
 def exit_claims(table: pd.DataFrame, mode: str = "acl_cl", against=("joint", "kd")) -> pd.DataFrame:
     """Per task and exit: "``mode`` > each of ``against``" at that exit, seed noise of the two means."""
     rows = []
@@ -581,7 +627,7 @@ __all__ = ["METHODS", "EXIT_MODES", "MISSING_TASKS", "acl_config", "per_task", "
            "main_table", "cost_table", "angle_table", "lambda_table", "lambda_spread", "main_claims",
            "majority_count", "lambda_claim", "TimedMultiExitObjective", "exit_grid", "exit_table",
            "exit_curve_table", "shallow_gain_claim", "exit_claims", "multi_exit_claims", "joined_exit_claims",
-           "component_claims", "missing_tasks_sentence", "angle_sentence", "with_reference", "tolerance_phrase"]
+           "component_claims", "depth_table", "depth_claims", "missing_tasks_sentence", "angle_sentence", "with_reference", "tolerance_phrase"]
 
 
 def tolerance_phrase(claims: pd.DataFrame) -> str:
