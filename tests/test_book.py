@@ -333,7 +333,7 @@ def test_stale_page_says_which_method_changed(library_copy):
 
 # Modules whose code decides no number: loading and checking files, paths, plotting, the runners.
 UNVERSIONED = {"__init__.py", "__main__.py", "manifest.py", "fetch.py", "io.py", "plots.py", "store.py", "claims.py",
-               "sts_runs.py"}
+               "sts_runs.py", "acl_runs.py"}
 
 
 def test_every_module_that_computes_declares_its_method_version():
