@@ -56,3 +56,11 @@ def test_a_deep_backbone_adds_its_own_runs_named_by_it():
     listed = acl_runs.stored_runs("acl_multi_exit", "quick", {"deep_backbone": "all-mpnet-base-v2"},
                                   names=[deep[0].name, "acl_multi_exit:SST-2:joint:1:0.5"])
     assert listed[0][1].key != listed[1][1].key and "SST-2-multi_exit_joint" in listed[0][1].key
+
+
+def test_a_run_name_outside_the_chosen_pages_is_refused(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        acl_runs.main(["--list", "--page", "acl_glue", "--run", "acl_multi_exit:SST-2:joint:1:0.5"])
+    assert stopped.value.code == 2 and "acl_multi_exit:SST-2:joint:1:0.5: not a run of acl_glue" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        acl_runs.main(["--list", "--run", "acl_angles:CoLA:ce:1"])

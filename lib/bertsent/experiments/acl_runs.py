@@ -148,6 +148,10 @@ def main(argv=None) -> int:
 
     overrides = {name: parse_value(value) for name, value in args.parameter} or None
     pages = args.page or [p for p in PAGES if not args.run or any(r.startswith(p + ":") for r in args.run)]
+    stray = [r for r in args.run or [] if not any(r.startswith(p + ":") for p in pages)]
+    if stray:  # else a name outside the chosen pages would be ignored, or leave its page's whole grid chosen
+        parser.exit(2, f"error: {', '.join(stray)}: not a run of {', '.join(pages) or 'any page'} (a name starts "
+                       f"with its page, one of {', '.join(PAGES)}; --list prints them)\n")
     if args.threads:
         import torch
 
