@@ -213,6 +213,27 @@ def page_results_dir(name: str, profile: str, overrides: dict | None, results_di
     return None if is_canonical(profile, overrides) else rerun_folder(name, profile, overrides) / "results"
 
 
+def add_train_ahead_options(parser) -> None:
+    """The options every command that trains a page's runs ahead shares (``experiments.sts_runs``, ``acl_runs``):
+    profile, ``-p`` overrides, results folder, a cap on new runs, PyTorch threads, list only."""
+    parser.add_argument("--profile", default="quick")
+    parser.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"), default=[],
+                        help="override a page parameter (VALUE is JSON), as for python -m bertsent.book run")
+    parser.add_argument("--results-dir", help="where the runs' results go (default: see the module doc)")
+    parser.add_argument("--max-runs", type=int, help="train at most this many missing runs, then stop")
+    parser.add_argument("--threads", type=int, help="PyTorch threads (default: PyTorch's)")
+    parser.add_argument("--list", action="store_true", help="list the runs and whether each is stored; train nothing")
+
+
+def train_ahead_overrides(args) -> dict | None:
+    """The ``-p`` overrides of parsed :func:`add_train_ahead_options` (None: none), after setting ``--threads``."""
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    return {name: parse_value(value) for name, value in args.parameter} or None
+
+
 class _DropLibraryImports(ast.NodeTransformer):
     """Removes the statements that import from bertsent, collecting the names they bind: where a name comes from
     is the library's layout, which the method versions cover (:func:`page_inputs`)."""

@@ -133,29 +133,18 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bertsent.experiments.acl_runs",
                                      description="Train the ACL pages' fine-tunings ahead of the pages (see the "
                                                  "module doc).")
-    parser.add_argument("--profile", default="quick")
-    parser.add_argument("--page", action="append", choices=PAGES, help="only this page's runs (repeatable)")
-    parser.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"), default=[],
-                        help="override a parameter of every chosen page (VALUE is JSON), as for "
-                             "python -m bertsent.book run")
-    parser.add_argument("--results-dir", help="where the runs' results go (default: see the module doc)")
-    parser.add_argument("--run", action="append", help="only this run, by the name --list prints (repeatable)")
-    parser.add_argument("--max-runs", type=int, help="train at most this many missing runs, then stop")
-    parser.add_argument("--threads", type=int, help="PyTorch threads (default: PyTorch's)")
-    parser.add_argument("--list", action="store_true", help="list the runs and whether each is stored; train nothing")
-    args = parser.parse_args(argv)
-    from ..book import parse_value
+    from ..book import add_train_ahead_options, train_ahead_overrides
 
-    overrides = {name: parse_value(value) for name, value in args.parameter} or None
+    parser.add_argument("--page", action="append", choices=PAGES, help="only this page's runs (repeatable)")
+    parser.add_argument("--run", action="append", help="only this run, by the name --list prints (repeatable)")
+    add_train_ahead_options(parser)
+    args = parser.parse_args(argv)
+    overrides = train_ahead_overrides(args)
     pages = args.page or [p for p in PAGES if not args.run or any(r.startswith(p + ":") for r in args.run)]
     stray = [r for r in args.run or [] if not any(r.startswith(p + ":") for p in pages)]
     if stray:  # else a name outside the chosen pages would be ignored, or leave its page's whole grid chosen
         parser.exit(2, f"error: {', '.join(stray)}: not a run of {', '.join(pages) or 'any page'} (a name starts "
                        f"with its page, one of {', '.join(PAGES)}; --list prints them)\n")
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
     trained = 0
     try:
         for page in pages:

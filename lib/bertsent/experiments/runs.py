@@ -389,8 +389,8 @@ def glue_run(model: ModelSource, task: str, config, data_dir=None, results_dir=N
     columns, e.g. ACL's gradient angles)."""
     from ..training.glue import TASK_METRICS, finetune_glue
 
-    path, identity, _ = _glue_identity(model, task, config, objective)
-    stored = glue_run_handle(model, task, config, results_dir, objective)
+    path, identity, key = _glue_identity(model, task, config, objective)
+    stored = StoredRun.at("glue", key, results_dir)
     if not stored.exists:
         import torch
 

@@ -142,24 +142,14 @@ def train_page_runs(profile: str = "quick", overrides: dict | None = None, backb
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bertsent.experiments.sts_runs",
                                      description="Train an SG page's runs ahead of the page (see the module doc).")
+    from ..book import add_train_ahead_options, train_ahead_overrides
+
     parser.add_argument("--page", default=PAGE, choices=list(PAGES), help=f"whose runs (default {PAGE})")
-    parser.add_argument("--profile", default="quick")
-    parser.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"), default=[],
-                        help="override a page parameter (VALUE is JSON), as for python -m bertsent.book run")
     parser.add_argument("--backbone", action="append", help="only this backbone's runs (repeatable)")
-    parser.add_argument("--results-dir", help="where the runs' results go (default: see the module doc)")
     parser.add_argument("--key", action="append", help="only this run, by the key --list prints (repeatable)")
-    parser.add_argument("--max-runs", type=int, help="train at most this many missing runs, then stop")
-    parser.add_argument("--threads", type=int, help="PyTorch threads (default: PyTorch's)")
-    parser.add_argument("--list", action="store_true", help="list the runs and whether each is stored; train nothing")
+    add_train_ahead_options(parser)
     args = parser.parse_args(argv)
-    from ..book import parse_value
-
-    overrides = {name: parse_value(value) for name, value in args.parameter} or None
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
+    overrides = train_ahead_overrides(args)
     try:
         if args.list:
             for _, stored in stored_page_runs(args.profile, overrides, args.backbone, args.results_dir, args.key,
