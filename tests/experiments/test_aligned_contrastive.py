@@ -108,6 +108,11 @@ def test_cells_and_claims_at_the_majority_class_are_marked_and_get_no_verdict():
     assert claims.loc[("RTE", "acl > ce_scl"), "verdict"] != "at floor"  # one side learned something
     assert claims.loc[("CoLA", "acl > ce"), "verdict"] != "at floor"
     assert acl.majority_count(claims.reset_index())["at_floor"] == 1
+    # the reading names each method at the floor on every seed, per task, even where its comparison gets a verdict
+    assert acl.floor_phrase(scores) == ("At the majority class on every seed: CE on CoLA and RTE; ACL (Embed+Grad) on "
+                                        "RTE. Beating a method there means beating a constant predictor, not a trained "
+                                        "one.")
+    assert acl.floor_phrase(scores[~scores["at_floor"]]) == ""
 
 
 def test_cost_table_ratio_to_ce():

@@ -353,6 +353,26 @@ def majority_count(claims: pd.DataFrame, better: str = "acl", against=("ce", "ce
     return {"tasks": len(tasks), "beyond_noise": beyond, "by_sign": sign, "at_floor": floored}
 
 
+def floor_phrase(scores: pd.DataFrame) -> str:
+    """The methods that sit at the majority class on every seed, per task, in words ("" when none): a win over
+    such a method is a win over a constant predictor, which the verdicts do not say by themselves.
+
+    ``scores``: :func:`score_table`'s long form (``glue_scores.csv``: task, metric, method, ..., at_floor); a task
+    counts once, from its first metric."""
+    first = scores.drop_duplicates(["task", "method"])
+    floored = first[first["at_floor"].astype(bool)]
+    if not len(floored):
+        return ""
+    by_method = floored.groupby("method", sort=False)["task"].agg(list)
+    parts = [f"{METHOD_LABELS.get(method, method)} on {_and(tasks)}" for method, tasks in by_method.items()]
+    return (f"At the majority class on every seed: {'; '.join(parts)}. Beating a method there means beating a "
+            "constant predictor, not a trained one.")
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
 def lambda_claim(table: pd.DataFrame, gated: str = "acl", ungated: str = "acl_embed",
                  reference: Spread | None = None) -> pd.DataFrame:
     """The claim "ACL-Grad makes the score less sensitive to lambda": ours = the range of the mean score across
