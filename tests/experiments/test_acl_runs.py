@@ -18,7 +18,7 @@ def test_the_lambda_curve_reuses_the_main_tables_point_and_ce_has_no_lambda():
 
 
 def test_multi_exit_runs_are_the_modes_per_task_and_seed():
-    parameters = resolve_parameters("acl_multi_exit", "quick", {"seeds": [1, 2]})
+    parameters = resolve_parameters("acl_multi_exit", "quick", {"seeds": [1, 2], "deep_backbone": None})
     runs = acl_runs.page_runs("acl_multi_exit", parameters)
     assert [(r.method, r.seed) for r in runs] == [(m, s) for m in parameters["modes"] for s in (1, 2)]
 
@@ -49,11 +49,12 @@ def test_only_canonical_profiles_write_into_results(tmp_path):
 
 
 def test_a_deep_backbone_adds_its_own_runs_named_by_it():
-    parameters = resolve_parameters("acl_multi_exit", "quick", {"deep_backbone": "all-mpnet-base-v2"})
+    deep_grid = {"deep_backbone": "all-mpnet-base-v2", "deep_modes": ["joint", "acl_cl"]}
+    parameters = resolve_parameters("acl_multi_exit", "quick", deep_grid)
     deep = [r for r in acl_runs.page_runs("acl_multi_exit", parameters) if r.backbone]
     assert [(r.method, r.seed) for r in deep] == [(m, s) for m in parameters["deep_modes"] for s in parameters["seeds"]]
     assert deep[0].name == "acl_multi_exit:SST-2:joint:1:0.5@all-mpnet-base-v2"
-    listed = acl_runs.stored_runs("acl_multi_exit", "quick", {"deep_backbone": "all-mpnet-base-v2"},
+    listed = acl_runs.stored_runs("acl_multi_exit", "quick", deep_grid,
                                   names=[deep[0].name, "acl_multi_exit:SST-2:joint:1:0.5"])
     assert listed[0][1].key != listed[1][1].key and "SST-2-multi_exit_joint" in listed[0][1].key
 
