@@ -544,6 +544,10 @@ def test_a_learning_rate_may_be_given_per_task():
     with pytest.raises(ParameterError, match="'max_length' of acl_glue"):
         check_parameter("acl_glue", "max_length", {"CoLA": 64}, 128)  # not a per-task parameter
     assert resolve_parameters("acl_glue", "quick")["learning_rate"]["CoLA"] == 1e-4
+    check_parameter("acl_glue", "seeds", {"CoLA": [1, 2, 3, 4, 5], "SST-2": [1]}, [1, 2, 3])
+    with pytest.raises(ParameterError, match="'seeds' of acl_glue: expected a JSON list of integers per task, got "
+                                             "the string 'five' for CoLA"):
+        check_parameter("acl_glue", "seeds", {"CoLA": "five"}, [1, 2, 3])
 
 
 def test_two_kernels_started_side_by_side_never_share_socket_files():

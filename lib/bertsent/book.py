@@ -74,7 +74,7 @@ NONE_DEFAULT_TYPES = {**dict.fromkeys(("max_pairs", "dev_pairs", "max_fit_senten
                       **dict.fromkeys(("data_dir", "corpus_dir", "results_dir", "runs_dir", "run_dir", "models_dir",
                                        "publish_as", "trajectory_backbone"), str)}
 # Number parameters that may also be given per task, as a JSON object task -> number (the GLUE pages' recipe).
-PER_TASK_PARAMETERS = ("learning_rate", "epochs")
+PER_TASK_PARAMETERS = ("learning_rate", "epochs", "seeds")
 # Dict parameters whose keys are the fields of a configuration class (module, class).
 CONFIG_PARAMETERS = {"config": ("bertsent.training.self_guided", "SelfGuidedConfig"),
                      "pretraining_overrides": ("bertsent.training.pretraining", "PretrainingConfig"),
@@ -151,7 +151,7 @@ def check_parameter(notebook: str, key: str, value, default, profile_values=()) 
     """Refuses (:class:`ParameterError`, one line naming the parameter, the type expected and an example) a value
     whose type is not its default's (a string for a list, a word for a number), a list whose items are not the
     default's items' type, and a configuration dict (:data:`CONFIG_PARAMETERS`) with a key that is not a field of
-    its class. A number of :data:`PER_TASK_PARAMETERS` may be a dict task -> number. ``None`` is accepted except
+    its class. A number (or a list of seeds) of :data:`PER_TASK_PARAMETERS` may be a dict task -> value. ``None`` is accepted except
     for lists and dicts; a parameter whose default is None takes the type in
     :data:`NONE_DEFAULT_TYPES`, else that of the profiles' values, else any."""
     kind = _type_of(default)
@@ -171,6 +171,14 @@ def check_parameter(notebook: str, key: str, value, default, profile_values=()) 
             task, bad = next(iter(wrong.items()))
             raise ParameterError(f"{where}: expected {_TYPE_WORDS[kind]} per task, got {_shown(bad)} for {task}; "
                                  f"e.g. -p {key} '{{\"CoLA\": {_EXAMPLES[kind]}}}'")
+        return
+    if key in PER_TASK_PARAMETERS and kind is list and isinstance(value, dict):
+        wrong = {task: v for task, v in value.items()
+                 if not isinstance(v, list) or not all(_fits(item, int) for item in v)}
+        if wrong:
+            task, bad = next(iter(wrong.items()))
+            raise ParameterError(f"{where}: expected a JSON list of integers per task, got {_shown(bad)} for {task}; "
+                                 f"e.g. -p {key} '{{\"CoLA\": [1, 2, 3, 4, 5]}}'")
         return
     if not _fits(value, kind):
         raise ParameterError(f"{where}: expected {_TYPE_WORDS[kind]}, got {_shown(value)}; "

@@ -17,6 +17,13 @@ def test_the_lambda_curve_reuses_the_main_tables_point_and_ce_has_no_lambda():
     assert len({r.name for r in runs}) == len(runs)
 
 
+def test_a_task_with_its_own_seeds_gets_exactly_those():
+    parameters = resolve_parameters("acl_glue", "quick", {"tasks": ["SST-2", "CoLA"], "methods": ["ce"],
+                                                          "seeds": {"SST-2": [1], "CoLA": [1, 4]}, "lambdas": []})
+    runs = acl_runs.page_runs("acl_glue", parameters)
+    assert [(r.task, r.seed) for r in runs] == [("SST-2", 1), ("CoLA", 1), ("CoLA", 4)]
+
+
 def test_multi_exit_runs_are_the_modes_per_task_and_seed():
     parameters = resolve_parameters("acl_multi_exit", "quick", {"seeds": [1, 2], "deep_backbone": None})
     runs = acl_runs.page_runs("acl_multi_exit", parameters)

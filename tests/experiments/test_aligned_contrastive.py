@@ -108,6 +108,11 @@ def test_cells_and_claims_at_the_majority_class_are_marked_and_get_no_verdict():
     assert claims.loc[("RTE", "acl > ce_scl"), "verdict"] != "at floor"  # one side learned something
     assert claims.loc[("CoLA", "acl > ce"), "verdict"] != "at floor"
     assert acl.majority_count(claims.reset_index())["at_floor"] == 1
+    # a clear win over a method at the majority class on every seed is a win over a constant predictor
+    beaten = acl.score_table(_at_majority(_runs({("MRPC", "ce_scl"): [(68.38, 81.22)] * 3, ("MRPC", "acl"): [(70.0, 82.0), (70.5, 82.1), (71.0, 82.3)]}),
+                                          {("MRPC", "ce_scl")}))
+    row = acl.main_claims(beaten, against=("ce_scl",)).iloc[0]
+    assert row["our_effect"] > row["tolerance"] and row["verdict"] == "against a floor"
     # the reading names each method at the floor on every seed, per task, even where its comparison gets a verdict
     assert acl.floor_phrase(scores) == ("At the majority class on every seed: CE on CoLA and RTE; ACL (Embed+Grad) on "
                                         "RTE. Beating a method there means beating a constant predictor, not a trained "
@@ -255,6 +260,17 @@ def test_settings_per_task():
                                    {"SST-2": 4000})
     assert "learning rate: SST-2 5e-05, CoLA 0.0001" in sentence and "epochs: 1;" in sentence
     assert "SST-2 4,000 (seeded subsamples), the others all" in sentence
+
+
+def test_seeds_may_be_given_per_task():
+    assert acl.seeds_of([1, 2], "CoLA") == [1, 2]
+    per_task = {"SST-2": [1, 2, 3], "CoLA": [1, 2, 3, 4, 5]}
+    assert acl.seeds_of(per_task, "CoLA") == [1, 2, 3, 4, 5] and acl.seeds_of(per_task, "SST-2") == [1, 2, 3]
+    with pytest.raises(ValueError, match="No value for MRPC"):
+        acl.seeds_of(per_task, "MRPC")
+    assert acl.seeds_phrase([1, 2], ["SST-2", "CoLA"]) == "2 seed(s) (1, 2)"
+    assert acl.seeds_phrase(per_task, ["SST-2", "CoLA"]) == "SST-2: 3 seed(s) (1, 2, 3); CoLA: 5 seed(s) (1, 2, 3, 4, 5)"
+    assert "CoLA: 5 seed(s)" in acl.recipe_sentence("m", per_task, ["SST-2", "CoLA"], 1, 5e-5, 32, 128)
 
 
 def test_angle_claims_weigh_the_share_above_the_threshold_against_the_seed_spread():

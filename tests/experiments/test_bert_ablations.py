@@ -56,7 +56,11 @@ def test_both_runs_at_the_majority_class_are_judged_at_floor():
     checks = compare_rows(glue_scores(searches), searches, "big", "small").set_index("task")
     assert checks.loc["MRPC", "verdict"] == "at floor"  # 36.76 points between two constant predictors: no learning
     assert checks.loc["MRPC", "noise_source"].startswith("both sides at the majority class")
-    assert checks.loc["RTE", "verdict"] == "reproduced"  # one side learnt: judged as usual
+    # only the worse side at the floor: a clear win, but over a constant predictor
+    assert checks.loc["RTE", "verdict"] == "against a floor"
+    assert checks.loc["RTE", "noise_source"].startswith("the side claimed worse at the majority class")
+    reverse = compare_rows(glue_scores(searches), searches, "small", "big").set_index("task")
+    assert reverse.loc["RTE", "verdict"] == "not reproduced"  # the side at the floor is the claimed winner
 
 
 def test_run_label_names_size_and_objective():

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from bertsent.report.claims import (
+    AGAINST_FLOOR,
     CLAIM_COLUMNS,
     AT_FLOOR,
     DIRECTION_ONLY,
@@ -34,7 +35,7 @@ def verdict(ours, paper=None, noise=ONE_POINT, direction=1):
 
 def test_the_four_categories():
     assert VERDICTS == ("reproduced", "direction only", "not reproduced", "within noise", "noise not measured",
-                        "at floor")
+                        "at floor", "against a floor")
     assert verdict(8.0, 10.0) == REPRODUCED          # beyond noise, 80% of the paper's
     assert verdict(2.0, 10.0) == DIRECTION_ONLY      # beyond noise, 20% of the paper's
     assert verdict(-2.0, 10.0) == NOT_REPRODUCED     # beyond noise, opposite sign
@@ -42,6 +43,23 @@ def test_the_four_categories():
     assert verdict(-0.9, 10.0) == WITHIN_NOISE       # whatever its sign
     assert verdict(1.0, 10.0) == WITHIN_NOISE        # the tolerance itself is noise
     assert NO_CLAIM not in VERDICTS
+
+
+def test_a_win_over_a_side_at_a_floor_is_not_called_reproduced():
+    def against(ours, paper=None):
+        return judge("a > b", ours, paper, ONE_POINT, beaten_floor="majority class")
+
+    assert against(8.0, 10.0)["verdict"] == AGAINST_FLOOR    # would be reproduced
+    assert against(2.0, 10.0)["verdict"] == AGAINST_FLOOR    # would be direction only
+    assert against(3.0)["verdict"] == AGAINST_FLOOR          # a direction without a number
+    assert against(0.5)["verdict"] == WITHIN_NOISE           # no win to qualify
+    assert against(-3.0)["verdict"] == NOT_REPRODUCED        # the claimed loser won
+    assert against(8.0, 10.0)["noise_source"] == "the side claimed worse at the majority class; hand-made"
+    both = judge("a > b", 8.0, 10.0, ONE_POINT, floor="majority class", beaten_floor="majority class")
+    assert both["verdict"] == AT_FLOOR                       # both at the floor wins over one
+    table = claims_table([against(8.0, 10.0), against(-3.0)])
+    assert rejudge(table)["verdict"].tolist() == [AGAINST_FLOOR, NOT_REPRODUCED]
+    assert rejudge(table.assign(our_effect=[0.5, -3.0]))["verdict"].tolist() == [WITHIN_NOISE, NOT_REPRODUCED]
 
 
 def test_negative_claims_read_the_same_way():

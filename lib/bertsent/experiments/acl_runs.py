@@ -51,16 +51,20 @@ def page_runs(page: str, parameters: dict) -> list[PageRun]:
     curve's point at the main table's lambda is the main table's run)."""
     if page not in PAGES:
         raise ValueError(f"Unknown page {page!r}; the chapter's training pages are {', '.join(PAGES)}.")
+    from .aligned_contrastive import seeds_of
+
     weight = float(parameters["weight"])
     if page == "acl_multi_exit":
         runs = [PageRun(page, task, mode, int(seed), weight) for task in parameters["tasks"]
-                for mode in parameters["modes"] for seed in parameters["seeds"]]
+                for mode in parameters["modes"] for seed in seeds_of(parameters["seeds"], task)]
         if parameters.get("deep_backbone"):
             runs += [PageRun(page, task, mode, int(seed), weight, parameters["deep_backbone"])
-                     for task in parameters["tasks"] for mode in parameters["deep_modes"] for seed in parameters["seeds"]]
+                     for task in parameters["tasks"] for mode in parameters["deep_modes"]
+                     for seed in seeds_of(parameters["seeds"], task)]
         return runs
     runs = [PageRun(page, task, method, int(seed), None if method == "ce" else weight)
-            for task in parameters["tasks"] for method in parameters["methods"] for seed in parameters["seeds"]]
+            for task in parameters["tasks"] for method in parameters["methods"]
+            for seed in seeds_of(parameters["seeds"], task)]
     runs += [PageRun(page, parameters["lambda_task"], method, int(seed), float(w)) for w in parameters["lambdas"]
              for method in ("acl_embed", "acl") for seed in parameters["lambda_seeds"]]
     return list(dict.fromkeys(runs))

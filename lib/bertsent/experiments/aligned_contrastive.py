@@ -30,8 +30,8 @@ from ..training.aligned_contrastive import AclConfig, ContrastiveObjective, Mult
 from ..training.glue import TASK_METRICS, GlueConfig, _encode
 
 # bump when the maths changes (here: the latency measurement of TimedMultiExitObjective; 2: cells and claims at the
-# majority class are marked and get no verdict)
-METHOD_VERSION = 2
+# majority class are marked and get no verdict; 3: a win over a side at the majority class is *against a floor*)
+METHOD_VERSION = 3
 
 METHODS = ("ce", "ce_scl", "acl_embed", "acl", "scl_grad")
 METHOD_LABELS = {"ce": "CE", "ce_scl": "CE+SCL", "acl_embed": "ACL-Embed", "acl": "ACL (Embed+Grad)",
@@ -92,6 +92,24 @@ def per_task(value, task: str):
     return value
 
 
+def seeds_of(seeds, task: str) -> list[int]:
+    """The seeds a task is fine-tuned with: ``seeds`` is one list for every task or a dict task -> list (the noisy
+    small tasks may take more seeds than SST-2)."""
+    return [int(seed) for seed in per_task(seeds, task)]
+
+
+def seeds_phrase(seeds, tasks) -> str:
+    """``seeds`` in words: "3 seed(s) (1, 2, 3)", or per task when they differ ("SST-2: 3 seed(s) (1, 2, 3);
+    CoLA: 5 seed(s) (1, 2, 3, 4, 5)")."""
+    def one(values):
+        return f"{len(values)} seed(s) ({', '.join(map(str, values))})"
+
+    per = {task: seeds_of(seeds, task) for task in tasks}
+    if len({tuple(v) for v in per.values()}) <= 1:
+        return one(next(iter(per.values()), []))
+    return "; ".join(f"{task}: {one(values)}" for task, values in per.items())
+
+
 def glue_config(task: str, seed: int, max_train_examples: dict | None = None, **settings) -> GlueConfig:
     """The fine-tuning recipe for one run: ``settings`` (GlueConfig fields; a field given as a dict task -> value
     takes the task's value), the task's training subsample."""
@@ -108,7 +126,7 @@ def recipe_sentence(backbone: str, seeds, tasks, epochs, learning_rate, batch_si
         return f"{value:g}"
 
     subsample = ", ".join(f"{t} {max_train_examples[t]:,}" for t in tasks if (max_train_examples or {}).get(t))
-    return (f"Backbone `{backbone}`; {len(seeds)} seed(s) ({', '.join(map(str, seeds))}); epochs: {spelled(epochs)}; "
+    return (f"Backbone `{backbone}`; {seeds_phrase(seeds, tasks)}; epochs: {spelled(epochs)}; "
             f"learning rate: {spelled(learning_rate)}; batch {batch_size}, max length {max_length}; training "
             f"examples: {subsample + ' (seeded subsamples), the others all' if subsample else 'all'}. "
             + missing_tasks_sentence(tasks)
@@ -144,7 +162,7 @@ def run_grid(model, tasks, methods, seeds, max_train_examples: dict | None = Non
     rows, angles = [], []
     for task in tasks:
         for method in methods:
-            for seed in seeds:
+            for seed in seeds_of(seeds, task):
                 config = glue_config(task, seed, max_train_examples, **settings)
                 objective = method_objective(method, weight, temperature)
                 stored = glue_run(model, task, config, data_dir, results_dir, objective)
@@ -298,6 +316,12 @@ def _floor(*at_floor: bool) -> str | None:
     return MAJORITY_LABEL if at_floor and all(at_floor) else None
 
 
+def _beaten_floor(winner_at_floor: bool, loser_at_floor: bool) -> str | None:
+    """The floor for :func:`~bertsent.report.claims.judge`'s ``beaten_floor``: the majority class when only the side
+    the claim says is worse sits at it."""
+    return MAJORITY_LABEL if loser_at_floor and not winner_at_floor else None
+
+
 def main_claims(scores: pd.DataFrame, better: str = "acl", against=("ce", "ce_scl"),
                 reference: Spread | None = None) -> pd.DataFrame:
     """For every task (its selection metric) and every method in ``against``: the claim "``better`` scores above
@@ -317,7 +341,8 @@ def main_claims(scores: pd.DataFrame, better: str = "acl", against=("ce", "ce_sc
             theirs, other_side, other_floored = _side(scores, task, metric, other)
             noise = seed_noise(side, other_side, reference=reference)
             rows.append(judge(f"{better} > {other}", ours - theirs, None, noise, floor=_floor(floored, other_floored),
-                              task=task, metric=metric, score=ours, compared_with=theirs))
+                              beaten_floor=_beaten_floor(floored, other_floored), task=task, metric=metric,
+                              score=ours, compared_with=theirs))
     return claims_table(rows)
 
 
@@ -454,7 +479,7 @@ def exit_grid(model, tasks, modes, seeds, max_train_examples: dict | None = None
     for task in tasks:
         metric = task_metric(task)
         for mode in modes:
-            for seed in seeds:
+            for seed in seeds_of(seeds, task):
                 objective = exit_objective(mode, weight, temperature, thresholds, latency_examples)
                 result = glue_run(model, task, glue_config(task, seed, max_train_examples, **settings), data_dir,
                                   results_dir, objective).train()["result"]
@@ -570,7 +595,8 @@ def depth_claims(deep_exits: pd.DataFrame, shallow_exits: pd.DataFrame, deep_exi
         rows.append(judge(f"{deep_backbone} exit {deep_exit} ({deep_mode}) >= {shallow_backbone} "
                           f"({int(shallow_rows['exit'].max())} layers, {shallow_mode})",
                           deep["score"].mean() - shallow["score"].mean(), None, seed_noise(*sides),
-                          floor=_floor(all_at_floor(deep), all_at_floor(shallow)), task=task,
+                          floor=_floor(all_at_floor(deep), all_at_floor(shallow)),
+                          beaten_floor=_beaten_floor(all_at_floor(deep), all_at_floor(shallow)), task=task,
                           metric=task_metric(task), score=deep["score"].mean(), compared_with=shallow["score"].mean()))
     return claims_table(rows)
 
@@ -588,9 +614,10 @@ def exit_claims(table: pd.DataFrame, mode: str = "acl_cl", against=("joint", "kd
             a, b = modes.loc[mode], modes.loc[other]
             noise = seed_noise(Side(0.0 if pd.isna(a["sd"]) else a["sd"], int(a["seeds"])),
                                Side(0.0 if pd.isna(b["sd"]) else b["sd"], int(b["seeds"])))
-            rows.append(judge(f"{mode} > {other}", a["mean"] - b["mean"], None, noise,
-                              floor=_floor(bool(a.get("at_floor", False)), bool(b.get("at_floor", False))), task=task,
-                              exit=int(exit_), metric=task_metric(task)))
+            floors = bool(a.get("at_floor", False)), bool(b.get("at_floor", False))
+            rows.append(judge(f"{mode} > {other}", a["mean"] - b["mean"], None, noise, floor=_floor(*floors),
+                              beaten_floor=_beaten_floor(*floors), task=task, exit=int(exit_),
+                              metric=task_metric(task)))
     return claims_table(rows)
 
 

@@ -17,7 +17,10 @@ paper's and ``ratio = ours / paper``:
 * ``at floor``: both compared results sit at a trivial floor (a classifier that predicts one class for every
   example: the majority-class accuracy, an MCC of 0). Their difference measures no learning, and a side whose seeds
   all sit at the floor has a spread of zero that is degeneracy, not precision: no verdict, whatever the numbers.
-  The caller says which floor (``floor`` of :func:`judge`).
+  The caller says which floor (``floor`` of :func:`judge`);
+* ``against a floor``: only the side the claim says is worse sits at such a floor, and the claimed winner is ahead
+  beyond the noise. The direction holds, but against a constant predictor, not against the trained baseline the
+  paper beat, so it is not called reproduced (``beaten_floor`` of :func:`judge`).
 
 Where the paper gives a direction but no number (a claim "A > B" with no effect size), the ratio is blank and the
 verdict comes from the sign alone, still weighed against the noise: ``reproduced`` (beyond the noise, the paper's
@@ -75,7 +78,10 @@ NOT_REPRODUCED = "not reproduced"
 WITHIN_NOISE = "within noise"
 NOISE_NOT_MEASURED = "noise not measured"
 AT_FLOOR = "at floor"
-VERDICTS = (REPRODUCED, DIRECTION_ONLY, NOT_REPRODUCED, WITHIN_NOISE, NOISE_NOT_MEASURED, AT_FLOOR)
+# The claimed direction holds, but the side it says is worse never left a trivial floor (e.g. it predicts the
+# majority class on every seed): a win over a constant predictor, not over the trained baseline the paper beat.
+AGAINST_FLOOR = "against a floor"
+VERDICTS = (REPRODUCED, DIRECTION_ONLY, NOT_REPRODUCED, WITHIN_NOISE, NOISE_NOT_MEASURED, AT_FLOOR, AGAINST_FLOOR)
 # The verdict of a row the paper makes no claim about (no row of its own in the paper's table).
 NO_CLAIM = "-"
 UNLABELLED_COLUMN = "ours"  # the summary's column for claims tables with no backbone or task column
@@ -225,7 +231,7 @@ def _verdict(ours: float, paper: float | None, direction: int, tolerance: float)
 
 
 def judge(claim: str, ours: float, paper: float | None = None, noise: Noise | None = None, direction: int = 1,
-          floor: str | None = None, **context) -> dict:
+          floor: str | None = None, beaten_floor: str | None = None, **context) -> dict:
     """One claim's row: our effect beside the paper's, their ratio, the tolerance and its source, and the verdict.
 
     ``ours``: our effect, oriented as the paper's (for "A > B", our A - B). ``paper``: the paper's effect; None (or
@@ -233,13 +239,17 @@ def judge(claim: str, ours: float, paper: float | None = None, noise: Noise | No
     positive, -1: negative). ``noise``: from :func:`seed_noise` or :func:`dev_set_noise`. ``context``: columns that
     say where the claim was tested (backbone, train_data, task, ...), placed after ``claim``. ``floor``: where
     both sides sit at a trivial floor, which one (e.g. "majority class"): the verdict is then :data:`AT_FLOOR` and
-    ``noise_source`` names the floor.
+    ``noise_source`` names the floor. ``beaten_floor``: where only the side the claim says is worse sits at a floor,
+    which one: a verdict that would be *reproduced* or *direction only* is then :data:`AGAINST_FLOOR` (the claimed
+    winner beat a constant predictor, not a trained baseline), and ``noise_source`` says so.
 
     >>> row = judge("big > small", ours=15.0, noise=dev_set_noise(277, 62.5), task="RTE")
     >>> row["verdict"], row["ratio"]
     ('reproduced', nan)
     >>> judge("opt1 < sg_opt", ours=-0.8, paper=-2.01, noise=Noise(0.5, "3 vs 3", "test"))["verdict"]
     'direction only'
+    >>> judge("acl > ce_scl", ours=7.0, noise=Noise(4.0, "3 vs 3", "test"), beaten_floor="majority class")["verdict"]
+    'against a floor'
     """
     if noise is None:
         raise ValueError(f"{claim}: a verdict needs a Noise (seed_noise or dev_set_noise), none given.")
@@ -253,12 +263,17 @@ def judge(claim: str, ours: float, paper: float | None = None, noise: Noise | No
         direction = 1 if paper > 0 else -1
     elif direction not in (1, -1):
         raise ValueError(f"{claim}: direction must be +1 or -1, got {direction!r}.")
+    verdict, source = _verdict(ours, paper, direction, noise.tolerance), noise.source
+    if floor is not None:
+        verdict, source = AT_FLOOR, f"both sides at the {floor}; {noise.source}"
+    elif beaten_floor is not None:
+        source = f"the side claimed worse at the {beaten_floor}; {noise.source}"
+        if verdict in (REPRODUCED, DIRECTION_ONLY):
+            verdict = AGAINST_FLOOR
     return {"claim": claim, **context,
             "paper_effect": float("nan") if paper is None else float(paper), "our_effect": float(ours),
             "ratio": float("nan") if paper is None else ours / paper,
-            "tolerance": noise.tolerance, "seeds": noise.seeds,
-            "noise_source": noise.source if floor is None else f"both sides at the {floor}; {noise.source}",
-            "verdict": AT_FLOOR if floor is not None else _verdict(ours, paper, direction, noise.tolerance)}
+            "tolerance": noise.tolerance, "seeds": noise.seeds, "noise_source": source, "verdict": verdict}
 
 
 def claims_table(claims: Iterable[Mapping]) -> pd.DataFrame:
@@ -278,7 +293,8 @@ def claims_table(claims: Iterable[Mapping]) -> pd.DataFrame:
 def rejudge(table: pd.DataFrame, direction: int = 1) -> pd.DataFrame:
     """``table`` (a claims table read back from its CSV) with every verdict recomputed by the current rule from the
     row's own ``our_effect``, ``paper_effect`` and ``tolerance``: for claims whose inputs are not kept as per-run CSVs
-    (e.g. test-set sizes). ``direction``: the expected sign where the paper gives none. Rows *at floor* stay so.
+    (e.g. test-set sizes). ``direction``: the expected sign where the paper gives none. Rows *at floor* stay so;
+    rows *against a floor* stay so while the direction still holds beyond the noise.
 
     >>> old = claims_table([judge("a > b", 3.0, 4.0, Noise(1.0, "3 vs 3", "test"))]).assign(verdict="reproduced?")
     >>> rejudge(old)["verdict"].tolist()
@@ -290,7 +306,10 @@ def rejudge(table: pd.DataFrame, direction: int = 1) -> pd.DataFrame:
             continue
         paper = None if pd.isna(row["paper_effect"]) else float(row["paper_effect"])
         sign = direction if paper is None else (1 if paper > 0 else -1)
-        table.loc[index, "verdict"] = _verdict(float(row["our_effect"]), paper, sign, float(row["tolerance"]))
+        verdict = _verdict(float(row["our_effect"]), paper, sign, float(row["tolerance"]))
+        if row["verdict"] == AGAINST_FLOOR and verdict in (REPRODUCED, DIRECTION_ONLY):
+            verdict = AGAINST_FLOOR
+        table.loc[index, "verdict"] = verdict
     return table
 
 
