@@ -14,9 +14,11 @@ Multi-exit modes (:data:`EXIT_MODES`): ``joint`` (every exit's CE), ``kd`` (+ lo
 
 Verdicts: one rule (:mod:`bertsent.report.claims`), with the seed noise of the compared means
 (:func:`bertsent.report.claims.seed_noise`). The paper gives directions, no numbers (see
-:mod:`bertsent.report.reported`), so every verdict is reproduced / not reproduced / within noise, or *at floor*:
-a run that predicts one class for every dev example scores the majority-class accuracy (an MCC of 0 on CoLA), and
-where every seed of both compared methods does that (``at_floor``), their difference says nothing about the methods.
+:mod:`bertsent.report.reported`), so every verdict is reproduced / not reproduced / within noise, *at floor* or
+*against a floor*: a run that predicts one class for every dev example scores the majority-class accuracy (an MCC of
+0 on CoLA), and where every seed of both compared methods does that (``at_floor``), their difference says nothing
+about the methods; where only the method the claim says is worse does, a clear win is *against a floor* (a win over
+a constant predictor), not *reproduced*.
 """
 from __future__ import annotations
 
