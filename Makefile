@@ -1,4 +1,4 @@
-# make book   build the book (installs into .venv, runs the notebooks that are not up to date, renders HTML)
+# make book   build the book (installs into .venv, runs the notebooks that are not up to date except the held ones, renders HTML)
 # make test   run the tests (installs into .venv first)
 # Variables: PROFILE=quick|paper|smoke  FORCE=1 (recompute even up-to-date results)  PYTHON=python3.11
 PYTHON ?= python3

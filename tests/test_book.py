@@ -554,3 +554,37 @@ def test_two_kernels_started_side_by_side_never_share_socket_files():
     first, second = book._local_kernel_manager()(), book._local_kernel_manager()()
     assert first.transport == "ipc" and first.ip != second.ip
     assert not Path(first.ip).is_relative_to(REPO_ROOT)  # no socket files left in the repository either
+
+
+def test_every_held_page_is_out_of_date_and_its_committed_copy_says_so():
+    config = load_config()
+    held = [name for name in config["notebooks"] if book.held_reason(name, config)]
+    for name in held:
+        fresh, _ = book.page_status(name, config)
+        assert not fresh, f"{name} is up to date again: delete its `held:` line in notebooks/profiles.yml"
+        record = json.loads((book.RUNS_DIR / f"{name}.json").read_text())
+        page = nbformat.read(REPO_ROOT / config["notebooks"][name]["output"], as_version=4)
+        banners = [c.source for c in page.cells if book.HELD_BANNER_TAG in c.metadata.get("tags", [])]
+        assert banners == [book.held_banner(name, book.held_reason(name, config), record["finished"])], \
+            f"{name}: run `python -m bertsent.book run` (or bertsent.book.mark_held_page) to update its banner"
+
+
+def test_a_build_of_every_page_renders_a_held_page_as_committed_unless_asked(tmp_path, monkeypatch):
+    source = "notebooks/teaching/contrastive_in_ten_minutes.ipynb"
+    page = tmp_path / "held.ipynb"
+    titled = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# A page\n\nIntro."),
+                                             nbformat.v4.new_code_cell("1 + 1")])
+    nbformat.write(titled, page)
+    config = {**load_config(), "notebooks": {"contrastive_in_ten_minutes": {
+        "source": source, "output": str(page), "held": "it retrains for hours"}}}
+    ran = []
+    monkeypatch.setattr(book, "load_config", lambda *a, **k: config)
+    monkeypatch.setattr(book, "page_status", lambda name, config=None: (False, "out of date"))
+    monkeypatch.setattr(book, "run_notebook", lambda name, *a, **k: ran.append(name))
+    assert book.main(["run"]) == 0 and ran == []
+    cells = nbformat.read(page, as_version=4).cells
+    assert cells[0].source.startswith("# A page") and cells[1].metadata["tags"] == [book.HELD_BANNER_TAG]
+    assert "it retrains for hours" in cells[1].source and "```{warning} This page is out of date" in cells[1].source
+    assert book.main(["run"]) == 0 and len(nbformat.read(page, as_version=4).cells) == 3  # one banner, not two
+    assert book.main(["run", "contrastive_in_ten_minutes"]) == 0 and ran == ["contrastive_in_ten_minutes"]
+    assert book.main(["run", "--include-held"]) == 0 and len(ran) == 2

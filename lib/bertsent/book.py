@@ -17,6 +17,7 @@ Command line::
     python -m bertsent.book run layer_pooling --profile smoke --output /tmp/lp     # anywhere
     python -m bertsent.book list                             # notebooks, profiles and parameters
     python -m bertsent.book status                           # which committed pages are up to date (runs nothing)
+    python -m bertsent.book run --include-held               # also the held pages (see held_reason)
     python -m bertsent.book tidy [NAME ...] [--skip NAME]    # hide set-up code, drop stderr (no re-execution)
 """
 from __future__ import annotations
@@ -438,6 +439,58 @@ def run_notebook(name: str, profile: str = "quick", overrides: dict | None = Non
     return output
 
 
+HELD_BANNER_TAG = "held-banner"
+
+
+def held_reason(name: str, config: dict | None = None) -> str | None:
+    """Why a page is *held* (its ``held:`` entry in ``notebooks/profiles.yml``), or None.
+
+    A held page is one whose re-execution would retrain hours of runs that are not in the run store. While it is
+    out of date, a build of every page (``python -m bertsent.book run`` without names, as ``make book`` runs it)
+    renders its committed copy, under a banner that says so, instead of retraining; naming it
+    (``python -m bertsent.book run NAME``) or ``--include-held`` re-executes it."""
+    config = config or load_config()
+    return config["notebooks"][name].get("held")
+
+
+def held_banner(name: str, reason: str, finished: str | None) -> str:
+    """The banner at the top of a held page that is out of date (MyST Markdown)."""
+    when = f" on {finished}" if finished else ""
+    return (f"```{{warning}} This page is out of date\n"
+            f"It was executed{when} with an earlier version of the library, and the book shows it as it was then: "
+            f"{reason}. `make book` renders this copy instead of retraining; "
+            f"`python -m bertsent.book run {name}` re-executes it.\n```")
+
+
+def mark_held_page(name: str, config: dict | None = None) -> bool:
+    """Put :func:`held_banner` at the top of the committed page ``name``, under its title (replacing an older
+    banner); True when the file changed."""
+    import nbformat
+
+    config = config or load_config()
+    reason = held_reason(name, config)
+    if not reason:
+        raise ValueError(f"{name} is not held (no `held:` entry in notebooks/profiles.yml)")
+    output = REPO_ROOT / config["notebooks"][name]["output"]
+    record_path = RUNS_DIR / f"{name}.json"
+    finished = json.loads(record_path.read_text()).get("finished") if record_path.is_file() else None
+    text = held_banner(name, reason, finished)
+    notebook = nbformat.read(output, as_version=4)
+    banners = [cell for cell in notebook.cells if HELD_BANNER_TAG in cell.metadata.get("tags", [])]
+    if banners:
+        if banners[0].source == text:
+            return False
+        banners[0].source = text
+    else:
+        cell = nbformat.v4.new_markdown_cell(text)
+        cell.metadata["tags"] = [HELD_BANNER_TAG]
+        titled = bool(notebook.cells) and notebook.cells[0].cell_type == "markdown" and \
+            notebook.cells[0].source.lstrip().startswith("# ")
+        notebook.cells.insert(1 if titled else 0, cell)  # under the page's title
+    nbformat.write(notebook, output)
+    return True
+
+
 def page_status(name: str, config: dict | None = None) -> tuple[bool, str]:
     """Whether the committed page ``name`` is up to date, without running anything: its run record's fingerprint
     against the one its source, recorded parameters, data manifest and method versions give now, and its
@@ -500,6 +553,9 @@ def main(argv=None) -> int:
     run.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                      help="override a parameter; VALUE is JSON (strings may be bare)")
     run.add_argument("--force", action="store_true", help="recompute even if committed results are up to date")
+    run.add_argument("--include-held", action="store_true",
+                     help="without names, also re-execute the out-of-date pages held in notebooks/profiles.yml "
+                          "(each `held:` says what retraining that costs)")
     run.add_argument("--output", type=Path, default=None, metavar="DIR",
                      help="write the executed notebook, its results/ and run.json here (default for a profile other "
                           "than quick/paper or any -p: .cache/reruns/<name>-<profile>-<hash>/); the book, results/ "
@@ -516,7 +572,8 @@ def main(argv=None) -> int:
         for name in config["notebooks"]:
             fresh, words = page_status(name, config)
             stale += not fresh
-            print(f"{name}: {words}")
+            held = held_reason(name, config)
+            print(f"{name}: {words}" + (f" [held: `make book` renders the committed page; {held}]" if held else ""))
         return 1 if stale else 0
     if args.command == "tidy":
         for name in args.notebooks or list(config["notebooks"]):
@@ -550,6 +607,13 @@ def main(argv=None) -> int:
             output_dir = args.output
             if output_dir is None and not is_canonical(args.profile, overrides):
                 output_dir = rerun_folder(name, args.profile, overrides)
+            held = held_reason(name, config)
+            if (held and not args.notebooks and not args.include_held and not args.force and output_dir is None
+                    and not page_status(name, config)[0]):
+                mark_held_page(name, config)
+                print(f"{name}: out of date, held ({held}); rendering the committed page under an out-of-date "
+                      f"banner (`python -m bertsent.book run {name}` re-executes it)")
+                continue
             run_notebook(name, args.profile, overrides, force=args.force, output_dir=output_dir)
     except ParameterError as error:
         print(f"error: {error}", file=sys.stderr)
