@@ -173,7 +173,9 @@ class ContrastiveObjective(GlueObjective):
     def backward(self, method, model, losses: dict) -> None:
         config = self.config
         if config.loss == "ce" or not (config.gradient_gate or config.measure_angle):
-            self.last = {"ce": float(losses["ce"].detach()), "contrastive": float(losses.get("contrastive", math.nan))}
+            term = losses.get("contrastive")
+            self.last = {"ce": float(losses["ce"].detach()),
+                         "contrastive": math.nan if term is None else float(term.detach())}
             method.accelerator.backward(losses["loss"])
             return
         trainable = [p for p in model.parameters() if p.requires_grad]
