@@ -220,6 +220,38 @@ def test_pretraining_results_are_reused_without_the_weights(monkeypatch, tmp_pat
                                                                                   mixed_precision="no"))
 
 
+def test_the_masked_lm_evaluation_is_kept_with_the_run_and_read_back_without_the_weights(monkeypatch, tmp_path):
+    import bertsent.evaluation.mlm as mlm
+    from bertsent.training.pretraining import PretrainingConfig
+
+    evaluated = []
+
+    def evaluate_checkpoint(model_dir, pairs, **kwargs):
+        evaluated.append((model_dir, pairs, kwargs["files"]))
+        return {"accuracy": pd.DataFrame({"positions": ["mask", "unchanged"], "count": [10, 2],
+                                          "accuracy": [0.125, 1.0], "majority_token": [",", ","]}),
+                "probes": pd.DataFrame({"sentence": ["A [MASK]."], "top_predictions": ["the , . of nan"]})}
+
+    monkeypatch.setattr(mlm, "evaluate_checkpoint", evaluate_checkpoint)
+    config = PretrainingConfig(size="tiny", max_steps=6, mixed_precision="no")
+    key = runs.pretraining_key(config)
+    stored = runs.StoredRun.at("pretraining", key, tmp_path)
+    stored.directory.mkdir(parents=True)
+    weights = []
+    run = runs.PretrainingRun(key, stored, tmp_path / "cache", config)
+    monkeypatch.setattr(runs.PretrainingRun, "model_dir", lambda self, log=print: weights.append(1) or tmp_path / "m")
+    first = run.mlm_evaluation(64, files=("enwiki-2018.txt.xz",))
+    assert evaluated == [(tmp_path / "m", 64, ("enwiki-2018.txt.xz",))] and weights == [1]
+    again = run.mlm_evaluation(64, files=("enwiki-2018.txt.xz",))
+    assert len(evaluated) == 1 and len(weights) == 1  # read back: no weights, no evaluation
+    for part in ("accuracy", "probes"):
+        pd.testing.assert_frame_equal(again[part], first[part])
+    assert again["accuracy"]["majority_token"].tolist() == [",", ","]  # tokens are kept as text
+    assert again["probes"]["top_predictions"].iloc[0] == "the , . of nan"
+    run.mlm_evaluation(128, files=("enwiki-2018.txt.xz",))  # other held-out pairs: evaluated again
+    assert [pairs for _, pairs, _ in evaluated] == [64, 128]
+
+
 def test_a_dev_subsample_is_part_of_the_fine_tuning_key(monkeypatch, tmp_path):
     import bertsent.training.glue as glue
 

@@ -293,6 +293,33 @@ class PretrainingRun:
     def model(self) -> ModelSource:
         return ModelSource(f"pretraining-{self.key}", self.model_dir)
 
+    def mlm_evaluation(self, pairs: int = 2048, data_dir=None, files=None,
+                       log: Callable[[str], None] = print) -> dict[str, pd.DataFrame]:
+        """The masked-LM evaluation of the final weights (:func:`~bertsent.evaluation.mlm.evaluate_checkpoint`:
+        ``accuracy`` by position type beside the floors, and ``probes``), kept with the run's committed results
+        (``mlm_accuracy.csv``, ``mlm_probes.csv`` and ``mlm_evaluation.json``, which says for which held-out pairs,
+        corpus files and evaluation method version), so a page re-renders without the weights. Evaluated (the
+        weights pre-trained again first, if gone) only when missing or made another way."""
+        from ..evaluation import mlm
+        from ..report.io import write_json_atomic
+        from ..report.tables import write_table
+
+        wanted = {"pairs": int(pairs), "files": list(files) if files else None, "method_version": mlm.METHOD_VERSION}
+        directory = self.stored.directory
+        meta, names = directory / "mlm_evaluation.json", {"accuracy": "mlm_accuracy.csv", "probes": "mlm_probes.csv"}
+        if meta.is_file() and all((directory / name).is_file() for name in names.values()):
+            kept = json.loads(meta.read_text(encoding="utf-8"))
+            if {key: kept.get(key) for key in wanted} == wanted:
+                return {part: pd.read_csv(directory / name, keep_default_na=False, na_values=[""])
+                        for part, name in names.items()}
+        tables = mlm.evaluate_checkpoint(self.model_dir(log), pairs, corpus_dir=self.corpus_dir,
+                                         cache_dir=self.cache_dir, data_dir=data_dir, files=files)
+        for part, name in names.items():
+            write_table(tables[part], directory / name)
+        write_json_atomic(meta, {**wanted, "source": f"evaluate_checkpoint on {self.key}'s final weights"})
+        return {part: pd.read_csv(directory / name, keep_default_na=False, na_values=[""])
+                for part, name in names.items()}  # as a later call reads them: the same numbers either way
+
 
 def _pretraining_finished(run_dir: Path, config) -> bool:
     summary = Path(run_dir) / "train.json"
