@@ -304,3 +304,9 @@ def test_depth_comparison_reads_the_deep_models_middle_exit_against_the_shallow_
     assert claims["our_effect"].iloc[0] == pytest.approx(-2.5)
     assert claims["tolerance"].iloc[0] == pytest.approx(1.0)  # 2 SE: sd 0.71 over 2 seeds against sd 0
     assert claims["verdict"].iloc[0] == "not reproduced"
+
+
+def test_step_cost_is_a_ratio_to_ce_from_the_benchmark():
+    table = acl.step_cost_table({"median_step_seconds": {"ce": 0.5, "acl_embed": 0.6, "acl": 1.0}}).set_index("objective")
+    assert table["ratio_to_ce"].tolist() == [1.0, pytest.approx(1.2), 2.0]
+    assert table.loc["acl", "ms_per_step"] == 1000.0 and "two gradient passes" in table.loc["acl", "step"]

@@ -240,6 +240,26 @@ def cost_table(runs: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
+STEP_OBJECTIVES = {  # benchmarks/acl_step.py's objectives, in words
+    "ce": "CE: one backward pass",
+    "ce_scl": "CE+SCL: one backward pass, no angle",
+    "acl_embed": "ACL-Embed: one backward pass, no angle",
+    "acl_embed_measured": "ACL-Embed with the angle logged: two gradient passes (as the chapter's CE+SCL and "
+                          "ACL-Embed runs)",
+    "acl": "ACL (Embed + Grad): two gradient passes, angle, gate",
+}
+
+
+def step_cost_table(benchmark: dict) -> pd.DataFrame:
+    """The step time of each ACL objective as a ratio to CE's, from ``benchmarks/acl_step.py``'s JSON (steps of
+    every objective interleaved in one process, so a busy machine slows them alike): objective, what the step
+    does, the median milliseconds per step and the ratio to CE."""
+    medians = benchmark["median_step_seconds"]
+    return pd.DataFrame([{"objective": name, "step": STEP_OBJECTIVES.get(name, name),
+                          "ms_per_step": 1000 * seconds, "ratio_to_ce": seconds / medians["ce"]}
+                         for name, seconds in medians.items()])
+
+
 def angle_table(angles: pd.DataFrame, threshold: float = 90.0) -> pd.DataFrame:
     """The distribution of the per-step angle (degrees) per task and pair (CE vs SCL, CE vs ACL-Embed), pooled
     over seeds: steps, mean, median, 10th / 90th percentile, min, max, and the share of steps strictly above
