@@ -9,7 +9,8 @@ from bertsent.experiments.acl_runs import PageRun
 
 
 def test_the_lambda_curve_reuses_the_main_tables_point_and_ce_has_no_lambda():
-    parameters = resolve_parameters("acl_glue", "quick", {"tasks": ["CoLA"], "seeds": [1], "lambdas": [0.5, 2.0]})
+    parameters = resolve_parameters("acl_glue", "quick", {"tasks": ["CoLA"], "seeds": [1], "lambdas": [0.5, 2.0],
+                                                          "lambda_seeds": [1]})
     runs = acl_runs.page_runs("acl_glue", parameters)
     assert PageRun("acl_glue", "CoLA", "ce", 1, None) in runs
     assert sum(r == PageRun("acl_glue", "CoLA", "acl", 1, 0.5) for r in runs) == 1
