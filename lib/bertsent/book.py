@@ -152,8 +152,8 @@ def check_parameter(notebook: str, key: str, value, default, profile_values=()) 
     """Refuses (:class:`ParameterError`, one line naming the parameter, the type expected and an example) a value
     whose type is not its default's (a string for a list, a word for a number), a list whose items are not the
     default's items' type, and a configuration dict (:data:`CONFIG_PARAMETERS`) with a key that is not a field of
-    its class. A number (or a list of seeds) of :data:`PER_TASK_PARAMETERS` may be a dict task -> value. ``None`` is accepted except
-    for lists and dicts; a parameter whose default is None takes the type in
+    its class. A number (or a list of seeds) of :data:`PER_TASK_PARAMETERS` may be a dict task -> value. ``None``
+    is accepted except for lists and dicts; a parameter whose default is None takes the type in
     :data:`NONE_DEFAULT_TYPES`, else that of the profiles' values, else any."""
     kind = _type_of(default)
     if kind is None:

@@ -27,7 +27,7 @@ import time
 import numpy as np
 import pandas as pd
 from ..evaluation.glue import MAJORITY_LABEL, mark_majority_class
-from ..report.claims import AT_FLOOR, Side, Spread, claims_table, judge, seed_noise
+from ..report.claims import AT_FLOOR, Side, Spread, claims_table, floor_sides, judge, seed_noise
 from ..training.aligned_contrastive import AclConfig, ContrastiveObjective, MultiExitConfig, MultiExitObjective
 from ..training.glue import TASK_METRICS, GlueConfig, _encode
 
@@ -340,12 +340,6 @@ def _floor(*at_floor: bool) -> str | None:
     return MAJORITY_LABEL if at_floor and all(at_floor) else None
 
 
-def _beaten_floor(winner_at_floor: bool, loser_at_floor: bool) -> str | None:
-    """The floor for :func:`~bertsent.report.claims.judge`'s ``beaten_floor``: the majority class when only the side
-    the claim says is worse sits at it."""
-    return MAJORITY_LABEL if loser_at_floor and not winner_at_floor else None
-
-
 def main_claims(scores: pd.DataFrame, better: str = "acl", against=("ce", "ce_scl"),
                 reference: Spread | None = None) -> pd.DataFrame:
     """For every task (its selection metric) and every method in ``against``: the claim "``better`` scores above
@@ -364,8 +358,8 @@ def main_claims(scores: pd.DataFrame, better: str = "acl", against=("ce", "ce_sc
                 continue
             theirs, other_side, other_floored = _side(scores, task, metric, other)
             noise = seed_noise(side, other_side, reference=reference)
-            rows.append(judge(f"{better} > {other}", ours - theirs, None, noise, floor=_floor(floored, other_floored),
-                              beaten_floor=_beaten_floor(floored, other_floored), task=task, metric=metric,
+            rows.append(judge(f"{better} > {other}", ours - theirs, None, noise,
+                              **floor_sides(floored, other_floored, MAJORITY_LABEL), task=task, metric=metric,
                               score=ours, compared_with=theirs))
     return claims_table(rows)
 
@@ -619,8 +613,7 @@ def depth_claims(deep_exits: pd.DataFrame, shallow_exits: pd.DataFrame, deep_exi
         rows.append(judge(f"{deep_backbone} exit {deep_exit} ({deep_mode}) >= {shallow_backbone} "
                           f"({int(shallow_rows['exit'].max())} layers, {shallow_mode})",
                           deep["score"].mean() - shallow["score"].mean(), None, seed_noise(*sides),
-                          floor=_floor(all_at_floor(deep), all_at_floor(shallow)),
-                          beaten_floor=_beaten_floor(all_at_floor(deep), all_at_floor(shallow)), task=task,
+                          **floor_sides(all_at_floor(deep), all_at_floor(shallow), MAJORITY_LABEL), task=task,
                           metric=task_metric(task), score=deep["score"].mean(), compared_with=shallow["score"].mean()))
     return claims_table(rows)
 
@@ -639,8 +632,8 @@ def exit_claims(table: pd.DataFrame, mode: str = "acl_cl", against=("joint", "kd
             noise = seed_noise(Side(0.0 if pd.isna(a["sd"]) else a["sd"], int(a["seeds"])),
                                Side(0.0 if pd.isna(b["sd"]) else b["sd"], int(b["seeds"])))
             floors = bool(a.get("at_floor", False)), bool(b.get("at_floor", False))
-            rows.append(judge(f"{mode} > {other}", a["mean"] - b["mean"], None, noise, floor=_floor(*floors),
-                              beaten_floor=_beaten_floor(*floors), task=task, exit=int(exit_),
+            rows.append(judge(f"{mode} > {other}", a["mean"] - b["mean"], None, noise,
+                              **floor_sides(*floors, MAJORITY_LABEL), task=task, exit=int(exit_),
                               metric=task_metric(task)))
     return claims_table(rows)
 

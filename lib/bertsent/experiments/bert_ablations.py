@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..report.claims import claims_table, dev_set_noise, judge
+from ..report.claims import claims_table, dev_set_noise, floor_sides, judge
 from ..training.glue import TASK_METRICS
 from ..training.pretraining import PROFILES, PretrainingConfig
 
@@ -68,7 +68,6 @@ def compare_rows(scores: pd.DataFrame, searches: pd.DataFrame, better: str, wors
         at_floor = (chosen.set_index("model").loc[[better, worse], "at_majority_class"].astype(bool).tolist()
                     if "at_majority_class" in chosen else [False, False])
         rows.append(judge(f"{better} > {worse}", score - compared_with, None, noise,
-                          floor="majority class" if all(at_floor) else None,
-                          beaten_floor="majority class" if at_floor == [False, True] else None,
+                          **floor_sides(*at_floor, "majority class"),
                           task=task, score=score, compared_with=compared_with))
     return claims_table(rows)

@@ -230,6 +230,17 @@ def _verdict(ours: float, paper: float | None, direction: int, tolerance: float)
     return REPRODUCED
 
 
+def floor_sides(winner_at_floor: bool, loser_at_floor: bool, label: str) -> dict:
+    """:func:`judge`'s ``floor`` and ``beaten_floor`` for a claim "winner > loser" whose sides may sit at the trivial
+    floor ``label`` (e.g. "majority class"): ``floor`` when both do, ``beaten_floor`` when only the loser does.
+
+    >>> floor_sides(False, True, "majority class")
+    {'floor': None, 'beaten_floor': 'majority class'}
+    """
+    return {"floor": label if winner_at_floor and loser_at_floor else None,
+            "beaten_floor": label if loser_at_floor and not winner_at_floor else None}
+
+
 def judge(claim: str, ours: float, paper: float | None = None, noise: Noise | None = None, direction: int = 1,
           floor: str | None = None, beaten_floor: str | None = None, **context) -> dict:
     """One claim's row: our effect beside the paper's, their ratio, the tolerance and its source, and the verdict.
