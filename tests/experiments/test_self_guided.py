@@ -203,3 +203,32 @@ def test_transfer_claim_averages_the_tasks_and_their_test_set_noise():
     per_task = [2 * math.sqrt(2 * p * (1 - p) / n) * 100 for p, n in ((0.805, 10000), (0.91, 500))]
     assert math.isclose(claim["tolerance"], math.sqrt(sum(t * t for t in per_task)) / 2)
     assert claim["seeds"].startswith("one seed")
+
+
+def test_untrained_rows_are_computed_once_then_read_back_without_the_backbone(tiny_gemma_dir, tmp_path, monkeypatch):
+    import itertools
+
+    from bertsent.encode import backbones
+    from bertsent.encode.encoder import Encoder
+    from bertsent.experiments.self_guided import score_encoder, untrained_rows
+    from tests.experiments.test_sentence_token import tiny_sts
+
+    datasets = tiny_sts()
+    fit = [" ".join(words) for words in itertools.permutations(["a", "man", "plays", "guitar", "dogs"], 3)][:40]
+    first = untrained_rows(tiny_gemma_dir, datasets, fit, "stsb_all", tmp_path, batch_size=4)
+    assert first[["method", "train_data", "seed"]].drop_duplicates().values.tolist() == [
+        ["cls", "-", "-"], ["mean", "-", "-"], ["whitening", "stsb_all", "-"]]
+    # a causal LM's "cls" row is its last token
+    last = score_encoder(Encoder(backbones.load_backbone(tiny_gemma_dir)), datasets, "last")
+    assert first[first["method"] == "cls"]["spearman"].tolist() == pytest.approx(last["spearman"].tolist())
+    record = next((tmp_path / "runs" / "untrained").iterdir())
+    assert (record / "identity.json").is_file() and len(list(record.glob("sts_*.csv"))) == 3
+
+    def no_loading(*_):
+        raise AssertionError("the backbone was loaded although its scores are committed")
+
+    monkeypatch.setattr(backbones, "load_backbone", no_loading)
+    pd.testing.assert_frame_equal(untrained_rows(tiny_gemma_dir, datasets, fit, "stsb_all", tmp_path, batch_size=4),
+                                  first)
+    with pytest.raises(AssertionError, match="committed"):  # other fit sentences: whitening is computed again
+        untrained_rows(tiny_gemma_dir, datasets, fit[:-1], "stsb_all", tmp_path, batch_size=4)

@@ -24,6 +24,7 @@ import pandas as pd
 
 from ..data.sts import STSDataset
 from ..paths import CACHE_DIR, REPO_ROOT
+from ..report.io import write_json_atomic
 from ..training.self_guided import SelfGuidedConfig
 from ..versions import manifest_digest, method_versions, versions_digest
 from .store import StoredRun, digest_of, run_key
@@ -65,6 +66,37 @@ def backbone_identity(backbone: str) -> dict:
         if (directory / "config.json").is_file():
             return {"backbone": backbone, "weights": weights_digest(directory)}
     return {"backbone": backbone}
+
+
+# --- untrained backbones ----------------------------------------------------------------------------------------
+
+def untrained_identity(backbone: str) -> dict:
+    """What an untrained backbone's scores depend on besides the evaluation's settings: its weights and the data."""
+    return {"kind": "untrained", **backbone_identity(backbone), "data": manifest_digest()}
+
+
+def untrained_record(backbone: str, results_dir=None) -> StoredRun:
+    """Where the evaluations of ``backbone`` as published (nothing trained) are committed:
+    ``results/runs/untrained/<backbone>-<hash of untrained_identity>/``. It has no ``train.json`` (there was no
+    training); ``identity.json`` says what its scores belong to."""
+    identity = untrained_identity(backbone)
+    return StoredRun.at("untrained", run_key(f"{backbone.replace('/', '_')}-untrained", identity), results_dir)
+
+
+def untrained_scores(backbone: str, evaluation: str, settings: dict, compute: Callable[[], pd.DataFrame],
+                     results_dir=None) -> pd.DataFrame:
+    """The scores of evaluation ``evaluation`` (with ``settings``) of the untrained ``backbone``: committed ones when
+    present; else ``compute()``, then committed, so that a page re-renders without encoding again (Gemma 3 270M's
+    untrained readouts and whitening are most of the STS page's 45 minutes)."""
+    record = untrained_record(backbone, results_dir)
+    found = record.scores(evaluation, settings)
+    if found is not None:
+        return found
+    scores = compute()
+    identity_file = record.directory / "identity.json"
+    if not identity_file.is_file():
+        write_json_atomic(identity_file, untrained_identity(backbone))
+    return record.add_scores(evaluation, settings, scores)
 
 
 # --- SG / SG-OPT -----------------------------------------------------------------------------------------------
@@ -301,7 +333,6 @@ class PretrainingRun:
         corpus files and evaluation method version), so a page re-renders without the weights. Evaluated (the
         weights pre-trained again first, if gone) only when missing or made another way."""
         from ..evaluation import mlm
-        from ..report.io import write_json_atomic
         from ..report.tables import write_table
 
         wanted = {"pairs": int(pairs), "files": list(files) if files else None, "method_version": mlm.METHOD_VERSION}
@@ -479,7 +510,6 @@ def publish_run(run: PretrainingRun, target, name: str, glue: pd.DataFrame | Non
     A checkpoint published before runs had keys counts as this run when its recorded configuration is this run's.
     """
     from ..experiments.bert_publish import model_card, publish_checkpoint
-    from ..report.io import write_json_atomic
 
     target = Path(target)
     published = target / "pretraining.json"

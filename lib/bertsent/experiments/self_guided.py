@@ -5,6 +5,7 @@ Runs are trained, cached and reused by :mod:`bertsent.experiments.runs`.
 """
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 import pandas as pd
@@ -16,6 +17,7 @@ from ..encode.whitening import Whitening
 from ..report.claims import (NO_CLAIM, Side, Spread, claims_table, dev_set_noise, judge, mean_of_sets_noise,
                              seed_noise)
 from ..training.self_guided import SelfGuidedConfig
+from .store import digest_of
 from .sts_tables import layer_pooling_scores
 
 METHOD_VERSION = 1  # bump when the maths changes
@@ -125,6 +127,35 @@ def whitening_scores(encoder: Encoder, datasets: dict[str, STSDataset], fit_sent
     fitted = encoder.encode(fit_sentences, ["mean"])
     whitening = Whitening.fit(fitted.vectors["mean"][-1])
     return score_encoder(encoder, datasets, "mean", -1, whitening.transform)
+
+
+def untrained_rows(backbone: str, datasets: dict[str, STSDataset], fit_sentences: list[str], fit_set: str = "stsb_all",
+                   results_dir=None, **encoder_options) -> pd.DataFrame:
+    """The untrained backbone's rows of the main STS table, labelled as in ``sts_main.csv``: its last-layer sentence
+    token (``cls``; a causal LM's last token), mean pooling (``mean``), and mean pooling whitened with statistics
+    fitted on ``fit_sentences`` (``whitening``, train_data ``fit_set``).
+
+    Each is read from the backbone's committed scores (``results/runs/untrained/``,
+    :func:`~bertsent.experiments.runs.untrained_scores`) when they hold these datasets and settings; otherwise the
+    backbone is loaded once, the missing ones are computed and committed."""
+    from ..encode.backbones import backbone_sentence_pooling, load_backbone
+    from .runs import evaluation_settings, untrained_scores
+
+    encoder = cache(lambda: Encoder(load_backbone(backbone), **encoder_options))
+    common = dict(layer=-1, max_length=encoder_options.get("max_length", 128),
+                  datasets={name: len(dataset) for name, dataset in datasets.items()})
+    readout = backbone_sentence_pooling(backbone)
+    fit = dict(fit_set=fit_set, fit_count=len(fit_sentences), fit_digest=digest_of(fit_sentences)[:16])
+    readouts = [("cls", "-", evaluation_settings(__name__, readout=readout, **common),
+                 lambda: score_encoder(encoder(), datasets, readout)),
+                ("mean", "-", evaluation_settings(__name__, readout="mean", **common),
+                 lambda: score_encoder(encoder(), datasets, "mean")),
+                ("whitening", fit_set,
+                 evaluation_settings(__name__, readout="mean", transform="whitening", **fit, **common),
+                 lambda: whitening_scores(encoder(), datasets, fit_sentences))]
+    return pd.concat([labelled_scores(untrained_scores(backbone, f"sts_{method}", settings, compute, results_dir),
+                                      backbone, method, train_data)
+                      for method, train_data, settings, compute in readouts], ignore_index=True)
 
 
 def seed_mean_table(scores: pd.DataFrame, aggregation: str, datasets: list[str]) -> pd.DataFrame:

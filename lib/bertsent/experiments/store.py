@@ -12,6 +12,10 @@ Each finished run (an SG / SG-OPT training, a BERT pre-training, a GLUE fine-tun
   [CLS] on every STS set; ``transfer_cls``: the transfer accuracies), one file per evaluation setting, described in
   ``evaluations.json``.
 
+A backbone's own scores, before any training, are kept the same way under ``results/runs/untrained/<key>/``
+(:func:`bertsent.experiments.runs.untrained_scores`): ``identity.json`` in place of ``train.json``, then the same
+``<evaluation>-<digest>.csv`` files and ``evaluations.json``.
+
 ``results/runs/<kind>/index.csv`` lists every run of a kind, one line each. The heavy files (checkpoints, weights)
 stay in ``.cache``. The key is a readable prefix and a hash of the identity (see :func:`run_key`), never of the
 library's files: a refactor leaves every key as it is; a bumped ``METHOD_VERSION`` on the training path changes it
@@ -31,7 +35,7 @@ import pandas as pd
 from ..paths import RESULTS_DIR
 from ..report.io import write_csv_atomic, write_json_atomic
 
-KINDS = ("sg", "pretraining", "glue", "attention_pooling")
+KINDS = ("sg", "pretraining", "glue", "attention_pooling", "untrained")
 
 
 def store_root(results_dir=None) -> Path:
