@@ -84,3 +84,15 @@ def library_copy(tmp_path, monkeypatch):
     shutil.copytree(REPO_ROOT / "lib" / "bertsent", copy / "bertsent", ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(versions, "LIBRARY_DIR", copy)
     return copy / "bertsent"
+
+
+# the longest tests (5-55 s each; the rest take under 15 s, most under 1 s)
+LONG_TESTS = ("test_smoke_run", "test_two_processes_share_each_step_and_keep_one_schedule",
+              "test_two_cpu_processes_under_accelerate")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The longest tests first, the rest in their usual order: `make test`'s workers each start on a contiguous
+    chunk of this order and steal from the end of each other's queue, so a long test left near the end would keep
+    one core busy while the other waits."""
+    items.sort(key=lambda item: getattr(item, "originalname", item.name) not in LONG_TESTS)

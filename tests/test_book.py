@@ -1,5 +1,6 @@
 """The notebook runner: smoke runs of every notebook, parameter checks, result reuse."""
 import json
+import os
 from pathlib import Path
 
 import nbformat
@@ -116,8 +117,25 @@ def _compare_with_smoke_fixtures(name: str, outputs: dict[str, Path], fixtures: 
     return problems
 
 
+@pytest.fixture(scope="session")
+def smoke_embeddings(tmp_path_factory) -> Path:
+    """The pooled-vector cache of this session's smoke runs, shared by the workers of ``make test``.
+
+    Readouts of one encoder ([CLS], mean, whitening) encode each sentence once instead of once each, and an untrained
+    backbone's vectors of the same sentences are encoded by the first page that asks (all-MiniLM-L6-v2 on the 24-pair
+    STS subsets: four pages). The vectors are those computed (float32 stored exactly; a trained model's entries are
+    keyed by its own folder), so every number is that of an uncached run, and nothing from an earlier session (or an
+    older library) is ever read."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the session's folder, above each worker's own
+    path = root / "smoke-embeddings"
+    path.mkdir(exist_ok=True)
+    return path
+
+
 @pytest.mark.parametrize("name", list(load_config()["notebooks"]))
-def test_smoke_run(name, tmp_path, monkeypatch, request):
+def test_smoke_run(name, tmp_path, monkeypatch, request, smoke_embeddings):
     """Every notebook runs at the smoke profile, and the CSVs it writes equal the stored smoke outputs
     (``tests/fixtures/smoke_results/<notebook>/``): a refactor that changes a number fails here.
 
@@ -139,10 +157,7 @@ def test_smoke_run(name, tmp_path, monkeypatch, request):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # inherited by the notebook's kernel: one thread, same sums
     monkeypatch.setenv("MKL_NUM_THREADS", "1")
     monkeypatch.setenv("ACCELERATE_MIXED_PRECISION", "no")
-    # pooled vectors cached in this run's own folder: readouts of one encoder ([CLS], mean, whitening) encode each
-    # sentence once instead of once each; the vectors are those computed (float32 stored exactly), so the numbers
-    # are those of an uncached run, and nothing from an earlier run (or an older library) is ever read
-    monkeypatch.setenv("BERTSENT_EMBEDDINGS_CACHE", str(tmp_path / "embeddings"))
+    monkeypatch.setenv("BERTSENT_EMBEDDINGS_CACHE", str(smoke_embeddings))
     source = REPO_ROOT / load_config()["notebooks"][name]["source"]
     declared = book.notebook_parameters(source)
     overrides = {key: str(tmp_path / key) for key in ("runs_dir", "run_dir") if key in declared}
