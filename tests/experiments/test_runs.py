@@ -270,3 +270,28 @@ def test_a_dev_subsample_is_part_of_the_fine_tuning_key(monkeypatch, tmp_path):
     index = pd.read_csv(tmp_path / "runs" / "glue" / "index.csv")
     assert len(index) == 2 and sorted(index["max_dev_examples"].fillna(0)) == [0, 32]
     assert sorted(index["dev_examples"].fillna(0)) == [0, 32]
+
+
+def test_untrained_scores_are_read_from_the_books_store_and_written_only_where_asked(tmp_path, monkeypatch):
+    from bertsent.experiments import store
+
+    book_results, rerun_results = tmp_path / "book", tmp_path / "rerun"
+    monkeypatch.setattr(store, "RESULTS_DIR", book_results)  # stands for the book's results/
+    scores = pd.DataFrame({"dataset": ["stsb"], "aggregation": ["all"], "spearman": [61.25]})
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return scores
+
+    settings = {"readout": "cls", "datasets": {"stsb": 3}}
+    first = runs.untrained_scores("m", "sts_cls", settings, compute, rerun_results)  # nothing committed: computed
+    assert calls == [1] and first["spearman"].tolist() == [61.25]
+    assert not book_results.exists() and (rerun_results / "runs" / "untrained").is_dir()
+    runs.untrained_scores("m", "sts_cls", settings, compute)                          # the book's own store
+    assert calls == [1, 1]
+    other = tmp_path / "other"
+    assert runs.untrained_scores("m", "sts_cls", settings, compute, other).equals(first)  # read from the book's
+    assert calls == [1, 1] and not other.exists()
+    runs.untrained_scores("m", "sts_cls", {**settings, "datasets": {"stsb": 4}}, compute, other)  # other settings
+    assert calls == [1, 1, 1]

@@ -86,12 +86,15 @@ def untrained_record(backbone: str, results_dir=None) -> StoredRun:
 def untrained_scores(backbone: str, evaluation: str, settings: dict, compute: Callable[[], pd.DataFrame],
                      results_dir=None) -> pd.DataFrame:
     """The scores of evaluation ``evaluation`` (with ``settings``) of the untrained ``backbone``: committed ones when
-    present; else ``compute()``, then committed, so that a page re-renders without encoding again (Gemma 3 270M's
-    untrained readouts and whitening are most of the STS page's 45 minutes)."""
+    present, under ``results_dir`` or else in the book's own ``results/`` (a re-run that writes elsewhere reads the
+    book's committed scores, never writes them); else ``compute()``, then committed under ``results_dir``, so that a
+    page re-renders without encoding again (Gemma 3 270M's untrained readouts and whitening are most of the STS
+    page's 45 minutes)."""
     record = untrained_record(backbone, results_dir)
-    found = record.scores(evaluation, settings)
-    if found is not None:
-        return found
+    for source in dict.fromkeys([record, untrained_record(backbone)]):
+        found = source.scores(evaluation, settings)
+        if found is not None:
+            return found
     scores = compute()
     identity_file = record.directory / "identity.json"
     if not identity_file.is_file():
