@@ -101,6 +101,33 @@ def test_committed_results_are_used_without_weights(fake_training, tmp_path):
     assert len(fake_training) == 1 and not (tmp_path / "cache").exists()
 
 
+def test_a_rerun_elsewhere_reads_the_books_runs_and_writes_only_its_own(fake_training, tmp_path, monkeypatch):
+    from bertsent.experiments import store
+
+    book, rerun = tmp_path / "book", tmp_path / "rerun"
+    monkeypatch.setattr(store, "RESULTS_DIR", book)  # stands for the book's results/
+    config = SelfGuidedConfig(max_steps=4)
+    scores = pd.DataFrame({"dataset": ["stsb"], "aggregation": ["all"], "spearman": [71.25]})
+    runs.run_scores("m", "stsb_all", config, "sts_cls", {"n": 24}, lambda model: scores, dev=DEV,
+                    runs_dir=tmp_path / "cache")                        # the book's own run and scores
+    shutil.rmtree(tmp_path / "cache")                                     # a fresh clone: no weights
+    before = sorted(p.relative_to(book) for p in book.rglob("*"))
+
+    def no_model(model):
+        raise AssertionError("scored again")
+
+    again = runs.run_scores("m", "stsb_all", config, "sts_cls", {"n": 24}, no_model, dev=DEV,
+                            runs_dir=tmp_path / "cache", results_dir=rerun)
+    pd.testing.assert_frame_equal(again, scores)
+    assert runs.run_history("m", "stsb_all", config, tmp_path / "cache", rerun, dev=DEV)["dev"].max() == 71.5
+    assert len(fake_training) == 1 and not rerun.exists()                 # read from the book, nothing trained
+    runs.run_scores("m", "stsb_all", config, "sts_cls", {"n": 48}, lambda model: scores, dev=DEV,
+                    runs_dir=tmp_path / "cache", results_dir=rerun)      # new settings need the model
+    assert len(fake_training) == 2
+    assert runs.stored_run("m", "stsb_all", config, rerun, len(DEV)).scores("sts_cls", {"n": 48}) is not None
+    assert sorted(p.relative_to(book) for p in book.rglob("*")) == before  # the book's store untouched
+
+
 def test_a_page_that_needs_the_model_retrains_and_says_so(fake_training, tmp_path):
     config = SelfGuidedConfig(max_steps=4)
     runs.train_or_reuse("m", "stsb_all", config, dev=DEV, root=tmp_path / "cache", results_dir=tmp_path / "results")

@@ -186,11 +186,11 @@ def geometry_trajectory(backbone: str, train_data: str, config: SelfGuidedConfig
     evaluation of that run (``trajectory``), committed with it (``results/runs/sg/<key>/``; the run's record too if
     it had none), so a new machine re-renders it without training.
     """
-    from .runs import evaluation_settings, record_sg_run, stored_run
+    from .runs import evaluation_settings, readable_run, record_sg_run, stored_run
 
-    stored = stored_run(backbone, train_data, config, results_dir, len(dev))
+    readable = readable_run(backbone, train_data, config, results_dir, len(dev))
     settings = evaluation_settings(__name__, pairs=len(dataset), max_length=config.max_length)
-    found = stored.scores("trajectory", settings) if stored.exists else None
+    found = readable.scores("trajectory", settings) if readable.exists else None
     if found is not None:
         return found
     directory = Path(runs_dir or CACHE_DIR / "runs") / f"{run_id(backbone, train_data, config)}-geometry"
@@ -206,6 +206,7 @@ def geometry_trajectory(backbone: str, train_data: str, config: SelfGuidedConfig
         frame.to_csv(recording, index=False)
         (directory / "recording.json").write_text(json.dumps({"config": asdict(config), "backbone": backbone,
                                                               "train_data": train_data}, indent=2) + "\n")
+    stored = stored_run(backbone, train_data, config, results_dir, len(dev))  # never the book's, on a re-run
     if not stored.exists:
         record_sg_run(stored, directory, backbone, train_data, config, len(dev))
     return stored.add_scores("trajectory", settings, pd.read_csv(recording))

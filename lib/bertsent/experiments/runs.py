@@ -122,6 +122,17 @@ def stored_run(backbone: str, train_data: str, config: SelfGuidedConfig, results
     return StoredRun.at("sg", run_id(backbone, train_data, config, dev_pairs), results_dir)
 
 
+def readable_run(backbone: str, train_data: str, config: SelfGuidedConfig, results_dir=None,
+                 dev_pairs: int | None = None) -> StoredRun:
+    """The run's committed results to read: its record under ``results_dir``, or the book's own in ``results/``
+    when only that one exists (a re-run that writes elsewhere reuses the book's runs, and writes nothing there)."""
+    own = stored_run(backbone, train_data, config, results_dir, dev_pairs)
+    if own.exists or results_dir is None:
+        return own
+    book = stored_run(backbone, train_data, config, None, dev_pairs)
+    return book if book.exists else own
+
+
 def _dev_set(dev, data_dir):
     """The selection set: ``dev`` as given, or all of STS-B dev."""
     from ..data.sts import load_stsb
@@ -175,9 +186,10 @@ def train_or_reuse(backbone: str, train_data: str, config: SelfGuidedConfig, dat
 
 def sg_results(backbone: str, train_data: str, config: SelfGuidedConfig, data_dir=None,
                dev: STSDataset | None = None, root: Path | None = None, results_dir=None) -> StoredRun:
-    """A run's committed results, trained first only when there are none (nor a finished run in ``.cache``)."""
+    """A run's committed results (:func:`readable_run`), trained first only when there are none (nor a finished run in
+    ``.cache``)."""
     dev = _dev_set(dev, data_dir)
-    stored = stored_run(backbone, train_data, config, results_dir, len(dev))
+    stored = readable_run(backbone, train_data, config, results_dir, len(dev))
     if not stored.exists:
         train_or_reuse(backbone, train_data, config, data_dir, dev, root, show_progress=False,
                        results_dir=results_dir)
@@ -203,7 +215,8 @@ def run_scores(backbone: str, train_data: str, config: SelfGuidedConfig, evaluat
         return found
     directory = train_or_reuse(backbone, train_data, config, data_dir, dev, runs_dir, show_progress=False,
                                results_dir=results_dir)
-    return stored.add_scores(evaluation, settings, compute(directory / "model"))
+    own = stored_run(backbone, train_data, config, results_dir, len(dev))  # never the book's, on a re-run
+    return own.add_scores(evaluation, settings, compute(directory / "model"))
 
 
 def evaluation_settings(module: str, **settings) -> dict:
