@@ -152,7 +152,10 @@ def test_smoke_run(name, tmp_path, monkeypatch, request, smoke_embeddings):
         git add tests/fixtures/smoke_results tests/fixtures/smoke_results_by_cpu
 
     The fixtures are per CPU instruction set (:func:`smoke_fixtures_for_this_cpu`): regenerate them on an AVX-512
-    machine and on an AVX2 machine (each writes its own folder).
+    machine and on an AVX2 machine (each writes its own folder). Forcing AVX2 kernels on an AVX-512 machine
+    (``ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2``; tried 2026-12-03) reproduces
+    the AVX2 copies of the untrained readouts exactly (``sts_baselines``) but not the trained rows (``sg_opt_sts``:
+    two rows off by up to 0.008), so it does not stand in for an AVX2 machine.
     """
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # inherited by the notebook's kernel: one thread, same sums
     monkeypatch.setenv("MKL_NUM_THREADS", "1")
