@@ -56,16 +56,24 @@ def trained_scores(backbone: str, train_data: str, config: SelfGuidedConfig, dat
     else trained (or reused) and scored, then committed. The evaluation keeps its name ``sts_cls`` for either
     token; its settings record the readout (``cls`` or ``last``)."""
     from ..encode.backbones import backbone_sentence_pooling, load_backbone
-    from .runs import evaluation_settings, run_scores
+    from .runs import run_scores
 
     readout = backbone_sentence_pooling(backbone)
-    settings = evaluation_settings(__name__, readout=readout, layer=-1,
-                                   max_length=encoder_options.get("max_length", 128),
-                                   datasets={name: len(dataset) for name, dataset in datasets.items()})
+    settings = sts_settings(readout, datasets, encoder_options.get("max_length", 128))
     return run_scores(backbone, train_data, config, "sts_cls", settings,
                       lambda model: score_encoder(Encoder(load_backbone(str(model)), **encoder_options), datasets,
                                                   readout),
                       data_dir, dev, runs_dir, results_dir)
+
+
+def sts_settings(readout: str, datasets: dict[str, STSDataset], max_length: int, **extra) -> dict:
+    """What decides a last-layer readout's STS scores besides the model: the readout, the test sets' sizes, the
+    maximum length, ``extra`` (e.g. a whitening's fit sentences) and the scoring code's method versions; the key of
+    a stored ``sts_*`` evaluation, trained or untrained."""
+    from .runs import evaluation_settings
+
+    return evaluation_settings(__name__, readout=readout, layer=-1, max_length=max_length,
+                               datasets={name: len(dataset) for name, dataset in datasets.items()}, **extra)
 
 
 def trained_pairs(trained_runs: dict[str, list], backbone: str, methods: list[str],
@@ -139,19 +147,17 @@ def untrained_rows(backbone: str, datasets: dict[str, STSDataset], fit_sentences
     :func:`~bertsent.experiments.runs.untrained_scores`) when they hold these datasets and settings; otherwise the
     backbone is loaded once, the missing ones are computed and committed."""
     from ..encode.backbones import backbone_sentence_pooling, load_backbone
-    from .runs import evaluation_settings, untrained_scores
+    from .runs import untrained_scores
 
     encoder = cache(lambda: Encoder(load_backbone(backbone), **encoder_options))
-    common = dict(layer=-1, max_length=encoder_options.get("max_length", 128),
-                  datasets={name: len(dataset) for name, dataset in datasets.items()})
+    max_length = encoder_options.get("max_length", 128)
     readout = backbone_sentence_pooling(backbone)
     fit = dict(fit_set=fit_set, fit_count=len(fit_sentences), fit_digest=digest_of(fit_sentences)[:16])
-    readouts = [("cls", "-", evaluation_settings(__name__, readout=readout, **common),
+    readouts = [("cls", "-", sts_settings(readout, datasets, max_length),
                  lambda: score_encoder(encoder(), datasets, readout)),
-                ("mean", "-", evaluation_settings(__name__, readout="mean", **common),
+                ("mean", "-", sts_settings("mean", datasets, max_length),
                  lambda: score_encoder(encoder(), datasets, "mean")),
-                ("whitening", fit_set,
-                 evaluation_settings(__name__, readout="mean", transform="whitening", **fit, **common),
+                ("whitening", fit_set, sts_settings("mean", datasets, max_length, transform="whitening", **fit),
                  lambda: whitening_scores(encoder(), datasets, fit_sentences))]
     return pd.concat([labelled_scores(untrained_scores(backbone, f"sts_{method}", settings, compute, results_dir),
                                       backbone, method, train_data)
