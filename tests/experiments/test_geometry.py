@@ -57,7 +57,7 @@ def test_a_trained_readout_is_measured_once_then_read_back_without_its_model(fak
               "readout_cosine_bands": lambda r: pd.DataFrame({"gold": [4.5], "band": ["4-5"], "cosine": [0.9]})}
     for name, table in tables.items():
         monkeypatch.setattr(geometry, name, lambda r, *a, _name=name, _table=table, **k: (
-            original[_name](r, *a, **k) if isinstance(r, geometry.TrainedReadout)
+            original[_name](r, *a, **k) if isinstance(r, geometry.StoredReadout)
             else (measured.append(_name), _table(r))[1]))
     monkeypatch.setattr(backbones, "load_backbone", lambda source: SimpleNamespace(name=source))
     monkeypatch.setattr(backbones, "backbone_sentence_pooling", lambda backbone: "cls")
@@ -81,3 +81,62 @@ def test_a_trained_readout_is_measured_once_then_read_back_without_its_model(fak
     assert geometry.readout_cosine_bands(again, stsb)["band"].tolist() == ["4-5"]
     with pytest.raises(ValueError, match=r"m sg_opt: its stored tables were measured with other settings.*n_pairs"):
         geometry.readout_geometry(again, stsb, sts, n_pairs=500)
+
+
+def test_untrained_readouts_are_measured_once_then_read_back_without_the_backbone(tiny_gemma_dir, tmp_path,
+                                                                                    monkeypatch):
+    """An untrained backbone's readouts and per-layer anisotropy are committed under ``results/runs/untrained/``
+    with the numbers a direct measurement gives; read back, the backbone is not loaded; other fit sentences or other
+    settings are measured again."""
+    import itertools
+
+    from bertsent.encode import backbones
+    from bertsent.encode.encoder import Encoder
+    from bertsent.encode.whitening import Whitening
+    from bertsent.experiments import geometry
+    from tests.experiments.test_sentence_token import tiny_sts
+
+    stsb = tiny_sts()["tiny"]
+    sts = {"tiny": stsb}
+    fit = [" ".join(words) for words in itertools.permutations(["a", "man", "plays", "guitar", "dogs"], 3)][:40]
+    measure = dict(n_pairs=20, max_points=8, top=5, results_dir=tmp_path, batch_size=4)
+    first = geometry.untrained_readouts(tiny_gemma_dir, ["cls", "mean", "whitening"], stsb, sts, fit, **measure)
+    curves = geometry.stored_layer_anisotropy(tiny_gemma_dir, stsb.sentences(), ["cls", "last", "mean"], n_pairs=20,
+                                              results_dir=tmp_path, batch_size=4)
+
+    encoder = Encoder(backbones.load_backbone(tiny_gemma_dir), batch_size=4)
+    whitened = Whitening.fit(encoder.encode(fit, ["mean"]).vectors["mean"][-1]).transform
+    direct = [geometry.Readout(tiny_gemma_dir, "cls", encoder, "last"),
+              geometry.Readout(tiny_gemma_dir, "mean", encoder, "mean"),
+              geometry.Readout(tiny_gemma_dir, "whitening", encoder, "mean", transform=whitened)]
+    for stored, readout in zip(first, direct):  # a causal LM's "cls" is its last token
+        assert geometry.readout_geometry(stored, stsb, sts, n_pairs=20, max_points=8) == pytest.approx(
+            geometry.readout_geometry(readout, stsb, sts, n_pairs=20, max_points=8))
+        pd.testing.assert_frame_equal(geometry.readout_spectrum(stored, stsb.sentences(), top=5),
+                                      geometry.readout_spectrum(readout, stsb.sentences(), top=5))
+    assert sorted(curves["pooling"].unique()) == ["last", "mean"]  # a causal LM has no [CLS]
+    pd.testing.assert_frame_equal(curves, geometry.layer_anisotropy(encoder, stsb.sentences(), ["last", "mean"], 20))
+    record = next((tmp_path / "runs" / "untrained").iterdir())
+    assert len(list(record.glob("geometry_*.csv"))) == 3 and len(list(record.glob("layer_anisotropy-*.csv"))) == 1
+
+    def no_loading(*_):
+        raise AssertionError("the backbone was loaded although its measurements are committed")
+
+    monkeypatch.setattr(backbones, "load_backbone", no_loading)
+    again = geometry.untrained_readouts(tiny_gemma_dir, ["cls", "mean", "whitening"], stsb, sts, fit, **measure)
+    for stored, read in zip(first, again):
+        assert read.tables.keys() == stored.tables.keys()
+        for name in stored.tables:
+            pd.testing.assert_frame_equal(read.tables[name], stored.tables[name])
+    read_curves = geometry.stored_layer_anisotropy(tiny_gemma_dir, stsb.sentences(), ["cls", "last", "mean"],
+                                                   n_pairs=20, results_dir=tmp_path, batch_size=4)
+    pd.testing.assert_frame_equal(read_curves, curves)
+    # other fit sentences: the whitened readout is measured again
+    with pytest.raises(AssertionError, match="committed"):
+        geometry.untrained_readouts(tiny_gemma_dir, ["whitening"], stsb, sts, fit[:-1], **measure)
+    with pytest.raises(AssertionError, match="committed"):
+        geometry.stored_layer_anisotropy(tiny_gemma_dir, stsb.sentences(), ["mean"], n_pairs=30, results_dir=tmp_path)
+    with pytest.raises(ValueError, match=r"unknown untrained readout.*'max'.*choose among"):
+        geometry.untrained_readouts(tiny_gemma_dir, {"m": "max"}, stsb, sts, **measure)
+    with pytest.raises(ValueError, match="needs fit_sentences"):
+        geometry.untrained_readouts(tiny_gemma_dir, ["whitening"], stsb, sts, **measure)

@@ -4,12 +4,17 @@ A *readout* is one way of turning sentences into vectors (a backbone's pooling a
 post-processed, or a trained model's [CLS]); each gets the same measurements on STS-B test: anisotropy over
 random pairs of distinct sentences, alignment over pairs with gold >= 4, uniformity, the singular-value
 spectrum, cosine similarities by gold band, and its STS average, so geometry can be read against quality.
+
+The page's readouts are measured once and committed: an untrained backbone's under ``results/runs/untrained/``
+(:func:`untrained_readouts`, :func:`stored_layer_anisotropy`), a trained run's with the run (:func:`trained_readout`),
+so a new machine re-renders the page from them without loading a model.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from functools import cache
 from typing import Callable
 
 import numpy as np
@@ -29,8 +34,10 @@ from ..evaluation.geometry import (
 from ..paths import CACHE_DIR
 from ..report.claims import Side, Spread, claims_table, judge, seed_noise
 from ..training.self_guided import SelfGuidedConfig, train_self_guided
+from ..encode.whitening import Whitening
 from .runs import run_id
 from .self_guided import score_encoder
+from .store import digest_of
 
 METHOD_VERSION = 1  # bump when the maths changes
 
@@ -60,10 +67,11 @@ class Readout:
 
 
 @dataclass
-class TrainedReadout:
-    """A trained run's sentence-token readout, measured once by :func:`trained_readout` and stored with the run:
-    :func:`readout_geometry`, :func:`readout_spectrum` and :func:`readout_cosine_bands` return its stored tables
-    (after checking that they are asked with the settings the tables were measured with)."""
+class StoredReadout:
+    """A readout measured once and committed: a trained run's sentence token (:func:`trained_readout`, stored with
+    the run) or an untrained backbone's readout (:func:`untrained_readouts`). :func:`readout_geometry`,
+    :func:`readout_spectrum` and :func:`readout_cosine_bands` return its stored tables (after checking that they are
+    asked with the settings the tables were measured with)."""
     backbone: str
     method: str
     tables: dict[str, pd.DataFrame]
@@ -95,7 +103,7 @@ def readout_geometry(readout: Readout, dataset: STSDataset, sts_datasets: dict[s
                      threshold: float = 4.0, n_pairs: int = 10000, seed: int = 0,
                      max_points: int = 5000) -> dict:
     """Anisotropy, alignment, uniformity of one readout on ``dataset``; its STS average (``all``) if asked."""
-    if isinstance(readout, TrainedReadout):
+    if isinstance(readout, StoredReadout):
         _same_settings(readout, pairs=len(dataset), threshold=threshold, n_pairs=n_pairs, seed=seed,
                        max_points=max_points, datasets={n: len(d) for n, d in (sts_datasets or {}).items()})
         return readout.tables["geometry"].iloc[0].to_dict()
@@ -111,7 +119,7 @@ def readout_geometry(readout: Readout, dataset: STSDataset, sts_datasets: dict[s
 
 def readout_cosine_bands(readout: Readout, dataset: STSDataset) -> pd.DataFrame:
     """The cosine of every pair of ``dataset`` with its gold-score band, labelled with the readout."""
-    if isinstance(readout, TrainedReadout):
+    if isinstance(readout, StoredReadout):
         _same_settings(readout, pairs=len(dataset))
         return readout.tables["cosine_bands"]
     first, second, gold = flat_pairs(dataset)
@@ -121,7 +129,7 @@ def readout_cosine_bands(readout: Readout, dataset: STSDataset) -> pd.DataFrame:
 
 def readout_spectrum(readout: Readout, sentences: list[str], top: int = 100) -> pd.DataFrame:
     """The largest ``top`` normalised singular values of the readout's (centred) sentence-vector matrix."""
-    if isinstance(readout, TrainedReadout):
+    if isinstance(readout, StoredReadout):
         _same_settings(readout, sentences=len(dict.fromkeys(sentences)), top=top)
         return readout.tables["spectrum"]
     values = singular_value_spectrum(readout.vectors(list(dict.fromkeys(sentences))))[:top]
@@ -129,10 +137,33 @@ def readout_spectrum(readout: Readout, sentences: list[str], top: int = 100) -> 
                          "index": np.arange(1, len(values) + 1), "singular_value": values})
 
 
+def _measurements(readout_of: Callable[..., Readout], stsb: STSDataset, sts_datasets: dict[str, STSDataset],
+                  threshold: float, n_pairs: int, seed: int, max_points: int, top: int) -> dict:
+    """The three stored measurements of a readout, name -> (the settings they add, ``compute(*args)``), where
+    ``readout_of(*args)`` builds the readout (for a trained run, from its model's directory)."""
+    sentences = list(dict.fromkeys(stsb.sentences()))
+    datasets = {name: len(d) for name, d in sts_datasets.items()}
+    return {
+        "geometry": (dict(threshold=threshold, n_pairs=n_pairs, seed=seed, max_points=max_points, datasets=datasets),
+                     lambda *args: pd.DataFrame([readout_geometry(readout_of(*args), stsb, sts_datasets, threshold,
+                                                                  n_pairs, seed, max_points)])),
+        "spectrum": (dict(top=top), lambda *args: readout_spectrum(readout_of(*args), sentences, top)),
+        "cosine_bands": ({}, lambda *args: readout_cosine_bands(readout_of(*args), stsb)),
+    }
+
+
+def _stored_settings(stsb: STSDataset, sts_datasets: dict[str, STSDataset], threshold: float, n_pairs: int,
+                     seed: int, max_points: int, top: int) -> dict:
+    """What a :class:`StoredReadout`'s tables were measured with (checked when they are read)."""
+    return dict(pairs=len(stsb), threshold=threshold, n_pairs=n_pairs, seed=seed, max_points=max_points,
+                datasets={name: len(d) for name, d in sts_datasets.items()},
+                sentences=len(dict.fromkeys(stsb.sentences())), top=top)
+
+
 def trained_readout(backbone: str, method: str, train_data: str, config: SelfGuidedConfig, stsb: STSDataset,
                     sts_datasets: dict[str, STSDataset], threshold: float = 4.0, n_pairs: int = 10000, seed: int = 0,
                     max_points: int = 5000, top: int = 100, data_dir=None, dev: STSDataset | None = None,
-                    runs_dir: Path | None = None, results_dir=None, **encoder_options) -> TrainedReadout:
+                    runs_dir: Path | None = None, results_dir=None, **encoder_options) -> StoredReadout:
     """A trained run's sentence-token readout, labelled ``method``, measured as the untrained ones are: its
     ``geometry`` row (:func:`readout_geometry` on ``stsb``, STS average over ``sts_datasets``), ``spectrum``
     (:func:`readout_spectrum` on the sentences of ``stsb``) and ``cosine_bands`` (:func:`readout_cosine_bands`).
@@ -145,25 +176,86 @@ def trained_readout(backbone: str, method: str, train_data: str, config: SelfGui
     def measured(model: Path) -> Readout:
         return Readout(backbone, method, Encoder(load_backbone(str(model)), **encoder_options))
 
-    sentences = list(dict.fromkeys(stsb.sentences()))
-    settings = dict(pairs=len(stsb), threshold=threshold, n_pairs=n_pairs, seed=seed, max_points=max_points,
-                    datasets={name: len(d) for name, d in sts_datasets.items()}, sentences=len(sentences), top=top)
     common = dict(readout=backbone_sentence_pooling(backbone), layer=-1, pairs=len(stsb),
                   max_length=encoder_options.get("max_length", 128))
-    evaluations = {
-        "geometry": ({k: settings[k] for k in ("threshold", "n_pairs", "seed", "max_points", "datasets")},
-                     lambda model: pd.DataFrame([readout_geometry(measured(model), stsb, sts_datasets, threshold,
-                                                                  n_pairs, seed, max_points)])),
-        "spectrum": (dict(top=top), lambda model: readout_spectrum(measured(model), sentences, top)),
-        "cosine_bands": ({}, lambda model: readout_cosine_bands(measured(model), stsb)),
-    }
+    evaluations = _measurements(cache(measured), stsb, sts_datasets, threshold, n_pairs, seed, max_points, top)
     tables = {name: run_scores(backbone, train_data, config, name, evaluation_settings(__name__, **common, **extra),
                                compute, data_dir, dev, runs_dir, results_dir)
               for name, (extra, compute) in evaluations.items()}
-    return TrainedReadout(backbone, method, tables, settings)
+    return StoredReadout(backbone, method, tables,
+                         _stored_settings(stsb, sts_datasets, threshold, n_pairs, seed, max_points, top))
 
 
-def _same_settings(readout: TrainedReadout, **asked) -> None:
+UNTRAINED_READOUTS = ("cls", "mean", "whitening")
+
+
+def untrained_readouts(backbone: str, methods, stsb: STSDataset, sts_datasets: dict[str, STSDataset],
+                       fit_sentences: list[str] | None = None, fit_set: str = "stsb_all", threshold: float = 4.0,
+                       n_pairs: int = 10000, seed: int = 0, max_points: int = 5000, top: int = 100, results_dir=None,
+                       **encoder_options) -> list[StoredReadout]:
+    """The untrained ``backbone``'s readouts, each measured as :func:`trained_readout` measures a run's (geometry row
+    with its STS average, spectrum, cosine bands) and committed under ``results/runs/untrained/``
+    (:func:`~bertsent.experiments.runs.untrained_scores`): read back when stored with these settings, else the
+    backbone is loaded once, the missing ones measured and committed (Gemma 3 270M's took most of the page's hour).
+
+    ``methods``: readouts among ``cls`` (the last-layer sentence token: [CLS], a causal LM's last token), ``mean``
+    (mean pooling) and ``whitening`` (mean pooling whitened with statistics fitted on ``fit_sentences``, from
+    ``fit_set``), or a dict of labels to them (``{"glove_mean": "mean"}``)."""
+    from ..encode.backbones import backbone_sentence_pooling, load_backbone
+    from .runs import evaluation_settings, untrained_scores
+
+    labels = dict(methods) if isinstance(methods, dict) else {method: method for method in methods}
+    unknown = sorted(set(labels.values()) - set(UNTRAINED_READOUTS))
+    if unknown:
+        raise ValueError(f"unknown untrained readout(s) {unknown}; choose among {list(UNTRAINED_READOUTS)}")
+    if "whitening" in labels.values() and fit_sentences is None:
+        raise ValueError("the whitening readout needs fit_sentences (the sentences its statistics are fitted on)")
+    encoder = cache(lambda: Encoder(load_backbone(backbone), **encoder_options))
+    max_length = encoder_options.get("max_length", 128)
+    stored = []
+    for label, kind in labels.items():
+        pooling = backbone_sentence_pooling(backbone) if kind == "cls" else "mean"
+        fit = {} if kind != "whitening" else dict(transform="whitening", fit_set=fit_set,
+                                                   fit_count=len(fit_sentences),
+                                                   fit_digest=digest_of(fit_sentences)[:16])
+
+        def readout_of(kind=kind, label=label, pooling=pooling) -> Readout:
+            transform = None
+            if kind == "whitening":
+                fitted = encoder().encode(fit_sentences, ["mean"])
+                transform = Whitening.fit(fitted.vectors["mean"][-1]).transform
+            return Readout(backbone, label, encoder(), pooling, transform=transform)
+
+        evaluations = _measurements(cache(readout_of), stsb, sts_datasets, threshold, n_pairs, seed, max_points, top)
+        common = dict(readout=pooling, layer=-1, pairs=len(stsb), max_length=max_length, **fit)
+        tables = {name: untrained_scores(backbone, f"{name}_{label}", evaluation_settings(__name__, **common, **extra),
+                                         compute, results_dir)
+                  for name, (extra, compute) in evaluations.items()}
+        stored.append(StoredReadout(backbone, label, tables,
+                                    _stored_settings(stsb, sts_datasets, threshold, n_pairs, seed, max_points, top)))
+    return stored
+
+
+def stored_layer_anisotropy(backbone: str, sentences: list[str], poolings, n_pairs: int = 10000, seed: int = 0,
+                            results_dir=None, **encoder_options) -> pd.DataFrame:
+    """:func:`layer_anisotropy` of the untrained ``backbone`` for each of ``poolings`` it reads (a causal LM has no
+    ``cls``), committed under ``results/runs/untrained/`` and read back when stored with these settings."""
+    from ..encode.backbones import load_backbone
+    from .runs import evaluation_settings, untrained_scores
+
+    unique = list(dict.fromkeys(sentences))
+    settings = evaluation_settings(__name__, poolings=list(poolings), sentences=len(unique), n_pairs=n_pairs,
+                                   seed=seed, max_length=encoder_options.get("max_length", 128))
+
+    def compute() -> pd.DataFrame:
+        encoder = Encoder(load_backbone(backbone), **encoder_options)
+        usable = [p for p in poolings if p in encoder.supported_poolings()]
+        return layer_anisotropy(encoder, unique, usable, n_pairs=n_pairs, seed=seed)
+
+    return untrained_scores(backbone, "layer_anisotropy", settings, compute, results_dir)
+
+
+def _same_settings(readout: StoredReadout, **asked) -> None:
     differ = {k: (v, readout.settings[k]) for k, v in asked.items() if readout.settings[k] != v}
     if differ:
         raise ValueError(f"{readout.backbone} {readout.method}: its stored tables were measured with other settings "
