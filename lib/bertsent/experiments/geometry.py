@@ -259,7 +259,8 @@ def _same_settings(readout: StoredReadout, **asked) -> None:
     differ = {k: (v, readout.settings[k]) for k, v in asked.items() if readout.settings[k] != v}
     if differ:
         raise ValueError(f"{readout.backbone} {readout.method}: its stored tables were measured with other settings "
-                         f"(asked vs stored: {differ}); measure it again with trained_readout(...) and these settings")
+                         f"(asked vs stored: {differ}); measure it again with these settings (trained_readout or "
+                         f"untrained_readouts)")
 
 
 def geometry_row(geometry: pd.DataFrame, backbone: str, method: str) -> pd.Series | None:
