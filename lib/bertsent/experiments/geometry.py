@@ -34,9 +34,8 @@ from ..evaluation.geometry import (
 from ..paths import CACHE_DIR
 from ..report.claims import Side, Spread, claims_table, judge, seed_noise
 from ..training.self_guided import SelfGuidedConfig, train_self_guided
-from ..encode.whitening import Whitening
 from .runs import run_id
-from .self_guided import score_encoder
+from .self_guided import mean_whitening, score_encoder
 from .store import digest_of
 
 METHOD_VERSION = 1  # bump when the maths changes
@@ -220,10 +219,7 @@ def untrained_readouts(backbone: str, methods, stsb: STSDataset, sts_datasets: d
                                                    fit_digest=digest_of(fit_sentences)[:16])
 
         def readout_of(kind=kind, label=label, pooling=pooling) -> Readout:
-            transform = None
-            if kind == "whitening":
-                fitted = encoder().encode(fit_sentences, ["mean"])
-                transform = Whitening.fit(fitted.vectors["mean"][-1]).transform
+            transform = mean_whitening(encoder(), fit_sentences).transform if kind == "whitening" else None
             return Readout(backbone, label, encoder(), pooling, transform=transform)
 
         evaluations = _measurements(cache(readout_of), stsb, sts_datasets, threshold, n_pairs, seed, max_points, top)

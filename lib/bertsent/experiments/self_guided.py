@@ -130,11 +130,15 @@ def score_encoder(encoder: Encoder, datasets: dict[str, STSDataset], pooling: st
     return table[["dataset", "aggregation", "spearman"]].reset_index(drop=True)
 
 
-def whitening_scores(encoder: Encoder, datasets: dict[str, STSDataset], fit_sentences: list[str]) -> pd.DataFrame:
-    """Last-layer mean vectors whitened with statistics fitted on ``fit_sentences`` (no labels)."""
+def mean_whitening(encoder: Encoder, fit_sentences: list[str]) -> Whitening:
+    """Whitening fitted (no labels) on the encoder's last-layer mean vectors of ``fit_sentences``."""
     fitted = encoder.encode(fit_sentences, ["mean"])
-    whitening = Whitening.fit(fitted.vectors["mean"][-1])
-    return score_encoder(encoder, datasets, "mean", -1, whitening.transform)
+    return Whitening.fit(fitted.vectors["mean"][-1])
+
+
+def whitening_scores(encoder: Encoder, datasets: dict[str, STSDataset], fit_sentences: list[str]) -> pd.DataFrame:
+    """Last-layer mean vectors whitened with statistics fitted on ``fit_sentences`` (:func:`mean_whitening`)."""
+    return score_encoder(encoder, datasets, "mean", -1, mean_whitening(encoder, fit_sentences).transform)
 
 
 def untrained_rows(backbone: str, datasets: dict[str, STSDataset], fit_sentences: list[str], fit_set: str = "stsb_all",
