@@ -244,7 +244,8 @@ def _edited_copy(source: Path, target: Path, edit) -> Path:
 
 
 def _first(cells, kind: str):
-    return next(c for c in cells if c.cell_type == kind and c.source.strip() and "parameters" not in c.metadata.get("tags", []))
+    return next(c for c in cells if c.cell_type == kind and c.source.strip()
+                and not {"parameters", book.CHECK_TAG} & set(c.metadata.get("tags", [])))
 
 
 def test_a_claims_page_is_stale_when_a_page_it_reads_is_rerun(tmp_path, monkeypatch):
@@ -486,6 +487,96 @@ def test_bad_parameter_is_one_line_naming_it_before_any_work(notebook, argv, nam
     if "Unknown" not in named:
         assert "e.g. -p " in error  # an example of a valid value
 
+
+
+@pytest.mark.parametrize("name", sorted(load_config()["notebooks"]))
+def test_every_notebook_checks_its_own_parameters_right_after_papermill_sets_them(name):
+    """The cell after the parameters cell (where papermill injects its values) is the check, tagged so that the
+    fingerprint and the rendered page leave it out, and it names its own notebook."""
+    cells = nbformat.read(_notebook(name), as_version=4).cells
+    at = next(i for i, c in enumerate(cells) if "parameters" in c.metadata.get("tags", []))
+    check = cells[at + 1]
+    assert book.CHECK_TAG in check.metadata.get("tags", [])
+    assert f'check_page_parameters("{name}", globals())' in check.source
+    assert sum(book.CHECK_TAG in c.metadata.get("tags", []) for c in cells) == 1
+
+
+def test_the_parameter_check_cell_leaves_the_fingerprint_alone(tmp_path):
+    source = _notebook("layer_pooling")
+
+    def without_check(cells):
+        cells[:] = [c for c in cells if book.CHECK_TAG not in c.metadata.get("tags", [])]
+
+    def untagged(cells):  # the same cell, not marked as the check: it counts as code
+        for cell in cells:
+            cell.metadata["tags"] = [t for t in cell.metadata.get("tags", []) if t != book.CHECK_TAG]
+
+    base = run_fingerprint(source, {"a": 1})
+    assert run_fingerprint(_edited_copy(source, tmp_path / "without.ipynb", without_check), {"a": 1}) == base
+    assert run_fingerprint(_edited_copy(source, tmp_path / "untagged.ipynb", untagged), {"a": 1}) != base
+
+
+def _kernel_namespace(name: str, **injected) -> dict:
+    """A kernel's globals after the parameters cell and papermill's injected values (and IPython's own names)."""
+    import types
+
+    declared = book.notebook_parameters(_notebook(name))
+    return {**declared, **injected, "In": [""], "Out": {}, "_": "", "get_ipython": lambda: None,
+            "pd": types.ModuleType("pandas"), "check_page_parameters": book.check_page_parameters}
+
+
+@pytest.mark.parametrize("name, injected, named", [
+    ("layer_pooling", {"backbones": '["all-minilm-l6-v2"]'},
+     "'backbones' of layer_pooling: expected a JSON list, got the string"),
+    ("layer_pooling", {"max_pairs": "ten"}, "'max_pairs' of layer_pooling: expected an integer"),
+    ("layer_pooling", {"batchsize": 8}, "Unknown parameter(s) ['batchsize']"),
+    ("sg_opt_sts", {"config": {"max_step": 2}}, "['max_step'] not field(s) of SelfGuidedConfig"),
+])
+def test_the_notebook_check_refuses_what_plain_papermill_lets_through(name, injected, named):
+    with pytest.raises(ParameterError) as error:
+        book.check_page_parameters(name, _kernel_namespace(name, **injected))
+    message = str(error.value)
+    assert len(message.splitlines()) == 1 and named in message
+    if name == "layer_pooling" and "backbones" in injected:
+        assert "-y 'backbones: VALUE'" in message  # papermill's way to pass a list
+
+
+def test_the_notebook_check_accepts_the_defaults_and_every_profile():
+    config = load_config()
+    for name in config["notebooks"]:
+        book.check_page_parameters(name, _kernel_namespace(name))
+        for profile in config["profiles"]:
+            book.check_page_parameters(name, _kernel_namespace(name, **resolve_parameters(name, profile,
+                                                                                          config=config)))
+
+
+def test_plain_papermill_stops_in_the_check_cell_and_leaves_the_book_alone(tmp_path):
+    """The book's papermill examples (book/rerun.md) end to end: a word where true/false is expected stops in the
+    check cell, before any work, with a line naming the parameter; the same run with ``-y`` writes where it is told, and the
+    committed page, results/ and run records are byte-identical afterwards. The page: SG-OPT's claims overview
+    (it reads CSVs: seconds)."""
+    import subprocess
+    import sys
+
+    source = _notebook("sg_opt_claims")
+    committed = [REPO_ROOT / load_config()["notebooks"]["sg_opt_claims"]["output"], REPO_ROOT / "results"]
+    before = _hashes(committed)
+    smoke = load_config()["profiles"]["smoke"]["sg_opt_claims"]
+    common = [sys.executable, "-m", "papermill", str(source), "-p", "inputs_dir", smoke["inputs_dir"],
+              "-p", "results_dir", str(tmp_path / "results"), "--cwd", str(REPO_ROOT), "--no-progress-bar"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    bad = subprocess.run([*common[:4], str(tmp_path / "bad.ipynb"), *common[4:], "-p", "per_page", "yes"],
+                         capture_output=True, text=True, env=env)
+    assert bad.returncode != 0
+    assert "ParameterError" in bad.stderr and "'per_page' of sg_opt_claims: expected true or false" in bad.stderr
+    executed = nbformat.read(tmp_path / "bad.ipynb", as_version=4)
+    ran = [c for c in executed.cells if c.cell_type == "code" and c.get("execution_count")]
+    assert book.CHECK_TAG in ran[-1].metadata.get("tags", [])  # the last cell that ran: nothing after it
+    good = subprocess.run([*common[:4], str(tmp_path / "good.ipynb"), *common[4:], "-y", "per_page: true"],
+                          capture_output=True, text=True, env=env)
+    assert good.returncode == 0, good.stderr[-2000:]
+    assert list((tmp_path / "results").rglob("*.csv"))
+    assert _hashes(committed) == before
 
 
 @pytest.mark.parametrize("name", sorted(load_config()["notebooks"]))

@@ -35,7 +35,7 @@ import yaml
 
 from .paths import CACHE_DIR, REPO_ROOT, RESULTS_DIR
 from .report.io import write_json_atomic
-from .report.pages import tidy_page
+from .report.pages import CHECK_TAG, tidy_page
 from .versions import code_imports, manifest_digest, method_versions, reached_modules, versions_digest
 
 
@@ -203,6 +203,41 @@ def check_parameter(notebook: str, key: str, value, default, profile_values=()) 
                                  f"fields ({', '.join(fields)}), e.g. -p {key} '{{\"max_steps\": 2}}'")
 
 
+# CHECK_TAG marks the cell that follows every notebook's parameters cell and calls check_page_parameters: the
+# same checks for a notebook run by plain papermill as for one run by this runner. It computes nothing, so it is
+# left out of the page's fingerprint (code_cells) and off the rendered page (report.pages).
+# Names an IPython kernel defines by itself (the rest of its own start with an underscore).
+_KERNEL_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
+
+
+def check_page_parameters(name: str, namespace: dict) -> None:
+    """The runner's checks (:func:`check_parameter`, unknown names) on the parameters as a notebook's kernel holds
+    them after papermill injected its values: a run by plain papermill, which only warns about an unknown name and
+    reads ``-p NAME VALUE`` as a number or a string, stops in its first cell with one line naming the parameter
+    instead of failing later (or reading a list letter by letter). ``namespace``: the kernel's ``globals()``."""
+    import types
+
+    config = load_config()
+    declared = notebook_parameters(REPO_ROOT / config["notebooks"][name]["source"])
+    given = {key: value for key, value in namespace.items()
+             if not key.startswith("_") and key not in _KERNEL_NAMES
+             and not isinstance(value, (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type))}
+    unknown = sorted(set(given) - set(declared))
+    if unknown:
+        raise ParameterError(f"Unknown parameter(s) {unknown} for notebook {name!r}. Known: {', '.join(declared)}. "
+                             f"Fix: check the spelling, or list them with `python -m bertsent.book list`.")
+    profile_values = [values.get(name, {}) or {} for values in config["profiles"].values()]
+    for key, default in declared.items():
+        try:
+            check_parameter(name, key, given.get(key, default), default,
+                            [v[key] for v in profile_values if key in v])
+        except ParameterError as error:
+            if not isinstance(default, (list, dict)):
+                raise
+            # papermill's -p passes a list or dict as its text: the way that works there, on the same line
+            raise ParameterError(f"{error} (with papermill: -y '{key}: VALUE', not -p)") from None
+
+
 def is_canonical(profile: str, overrides: dict | None) -> bool:
     """Whether a run writes the book's page, results/ and its run record: a canonical profile, no override."""
     return profile in CANONICAL_PROFILES and not overrides
@@ -270,10 +305,12 @@ class _DropLibraryImports(ast.NodeTransformer):
 
 
 def code_cells(notebook: Path) -> list[str]:
-    """The sources of a notebook's code cells (markdown cells never change a result)."""
+    """The sources of a notebook's code cells (markdown cells never change a result), but for the parameter check
+    (:data:`CHECK_TAG`), which computes nothing."""
     import nbformat
 
-    return [cell.source for cell in nbformat.read(notebook, as_version=4).cells if cell.cell_type == "code"]
+    return [cell.source for cell in nbformat.read(notebook, as_version=4).cells
+            if cell.cell_type == "code" and CHECK_TAG not in cell.metadata.get("tags", [])]
 
 
 def code_digest(notebook: Path) -> str:

@@ -10,6 +10,7 @@ def executed_page():
         new_markdown_cell("# Title"),
         new_code_cell("profile = 'quick'  # set by the runner", metadata={"tags": ["parameters"]}),
         new_code_cell("# Parameters\nprofile = 'quick'\n", metadata={"tags": ["injected-parameters"]}),
+        new_code_cell("check_page_parameters('page', globals())", metadata={"tags": ["check-parameters"]}),
         new_code_cell("import pandas as pd\nfrom bertsent.report.tables import write_table", outputs=[
             new_output("stream", name="stderr", text="\rLoading weights:  50%|#####     | 39/78 [00:00<?, ?it/s]"),
             new_output("stream", name="stdout", text="wrote results/x.csv\n 3/10 [00:01<00:02, 3.1it/s]\nkept\n")]),
@@ -24,12 +25,12 @@ def test_tidy_hides_every_code_cell_but_show_input_and_drops_noise_but_not_sourc
     sources = [c.source for c in nb.cells]
     counts = tidy_notebook(nb)
     tags = [c.metadata.get("tags", []) for c in nb.cells]
-    assert tags == [[], ["parameters", "remove-cell"], ["injected-parameters", "hide-input"], ["hide-input"],
-                    ["hide-input"], ["show-input"], ["hide-input"]]
+    assert tags == [[], ["parameters", "remove-cell"], ["injected-parameters", "hide-input"],
+                    ["check-parameters", "remove-cell"], ["hide-input"], ["hide-input"], ["show-input"], ["hide-input"]]
     assert [c.source for c in nb.cells] == sources
-    assert nb.cells[3].outputs == [new_output("stream", name="stdout", text="wrote results/x.csv\nkept\n")]
-    assert nb.cells[6].outputs[0]["data"] == {"text/plain": "<Figure>"}
-    assert counts == {"removed": 1, "hidden": 4, "outputs": 2}
+    assert nb.cells[4].outputs == [new_output("stream", name="stdout", text="wrote results/x.csv\nkept\n")]
+    assert nb.cells[7].outputs[0]["data"] == {"text/plain": "<Figure>"}
+    assert counts == {"removed": 2, "hidden": 4, "outputs": 2}
     assert tidy_notebook(nb) == {"removed": 0, "hidden": 0, "outputs": 0}  # twice changes nothing
 
 

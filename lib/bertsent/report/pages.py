@@ -7,7 +7,8 @@ without re-executing them. It changes only
 - cell tags, which the book's renderer (MyST-NB) reads:
 
   * the notebook's own ``parameters`` cell gets ``remove-cell`` when papermill injected the values used
-    (``injected-parameters``): one parameters cell on the page, not two;
+    (``injected-parameters``): one parameters cell on the page, not two; so does the cell after it that only
+    checks the parameters (``check-parameters``);
   * every other code cell gets ``hide-input``: the code sits behind a toggle, the outputs (tables, figures, the
     prose a cell writes) stay, so a page reads as results and text. A cell tagged ``show-input`` in the source keeps
     its code in view (a page that teaches a call shows it that way);
@@ -24,6 +25,8 @@ import re
 from pathlib import Path
 
 REMOVE, HIDE, SHOW = "remove-cell", "hide-input", "show-input"
+# the cell after the parameters that only checks them (bertsent.book.check_page_parameters): nothing to read
+CHECK_TAG = "check-parameters"
 # A progress-bar line (tqdm and the bars transformers draws): "Loading weights:  45%|####   | 35/78 [...]",
 # "12/78 [00:01<00:02, 25.1it/s]" and the like.
 PROGRESS_LINE = re.compile(r"\d+%\|.*\||\d+/\d+ \[[\d:?]+<[\d:?]+|it/s\]|s/it\]|^\s*Loading weights\b")
@@ -81,7 +84,7 @@ def tidy_notebook(nb) -> dict[str, int]:
         if cell.get("cell_type") != "code":
             continue
         tags = cell.get("metadata", {}).get("tags", [])
-        if "parameters" in tags and injected:
+        if ("parameters" in tags and injected) or CHECK_TAG in tags:
             counts["removed"] += _add_tag(cell, REMOVE)
         elif SHOW not in tags:
             counts["hidden"] += _add_tag(cell, HIDE)
