@@ -116,16 +116,18 @@ def resolve_parameters(name: str, profile: str, overrides: dict | None = None, c
     chosen = {"profile": profile}
     chosen.update(config["profiles"][profile].get(name, {}) or {})
     chosen.update(overrides or {})
-    unknown = sorted(set(chosen) - set(declared))
-    if unknown:
-        raise ParameterError(
-            f"Unknown parameter(s) {unknown} for notebook {name!r}. Known: {', '.join(declared)}. "
-            f"Fix: check the spelling, or list them with `python -m bertsent.book list`."
-        )
+    _refuse_unknown(name, chosen, declared)
     profile_values = [values.get(name, {}) or {} for values in config["profiles"].values()]
     for key, value in chosen.items():
         check_parameter(name, key, value, declared[key], [v[key] for v in profile_values if key in v])
     return {**declared, **chosen}
+
+
+def _refuse_unknown(name: str, given, declared) -> None:
+    unknown = sorted(set(given) - set(declared))
+    if unknown:
+        raise ParameterError(f"Unknown parameter(s) {unknown} for notebook {name!r}. Known: {', '.join(declared)}. "
+                             f"Fix: check the spelling, or list them with `python -m bertsent.book list`.")
 
 
 def _type_of(value) -> type | None:
@@ -222,10 +224,7 @@ def check_page_parameters(name: str, namespace: dict) -> None:
     given = {key: value for key, value in namespace.items()
              if not key.startswith("_") and key not in _KERNEL_NAMES
              and not isinstance(value, (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type))}
-    unknown = sorted(set(given) - set(declared))
-    if unknown:
-        raise ParameterError(f"Unknown parameter(s) {unknown} for notebook {name!r}. Known: {', '.join(declared)}. "
-                             f"Fix: check the spelling, or list them with `python -m bertsent.book list`.")
+    _refuse_unknown(name, given, declared)
     profile_values = [values.get(name, {}) or {} for values in config["profiles"].values()]
     for key, default in declared.items():
         try:
@@ -441,8 +440,9 @@ def run_notebook(name: str, profile: str = "quick", overrides: dict | None = Non
     started = time.time()
     tmp_output = output.with_suffix(".running.ipynb")  # kept for inspection if a cell fails
     try:
+        # at a terminal, a bar of the cells run; in a log, the partial notebook (saved after every cell) shows them
         papermill.execute_notebook(str(source), str(tmp_output), parameters=parameters, cwd=str(REPO_ROOT),
-                                   kernel_name="python3", progress_bar=False,
+                                   kernel_name="python3", progress_bar=sys.stderr.isatty(),
                                    kernel_manager_class=_local_kernel_manager())
     except papermill.PapermillExecutionError as error:
         raise NotebookFailed(f"{name}: cell {error.exec_count} raised {error.ename}: {error.evalue} "
