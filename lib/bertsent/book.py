@@ -208,6 +208,7 @@ def check_parameter(notebook: str, key: str, value, default, profile_values=()) 
 # CHECK_TAG marks the cell that follows every notebook's parameters cell and calls check_page_parameters: the
 # same checks for a notebook run by plain papermill as for one run by this runner. It computes nothing, so it is
 # left out of the page's fingerprint (code_cells) and off the rendered page (report.pages).
+
 # Names an IPython kernel defines by itself (the rest of its own start with an underscore).
 _KERNEL_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
 
