@@ -117,10 +117,14 @@ def resolve_parameters(name: str, profile: str, overrides: dict | None = None, c
     chosen.update(config["profiles"][profile].get(name, {}) or {})
     chosen.update(overrides or {})
     _refuse_unknown(name, chosen, declared)
-    profile_values = [values.get(name, {}) or {} for values in config["profiles"].values()]
     for key, value in chosen.items():
-        check_parameter(name, key, value, declared[key], [v[key] for v in profile_values if key in v])
+        check_parameter(name, key, value, declared[key], _profile_values(config, name, key))
     return {**declared, **chosen}
+
+
+def _profile_values(config: dict, name: str, key: str) -> list:
+    """The values the profiles give notebook ``name``'s parameter ``key`` (the type of one whose default is None)."""
+    return [values[name][key] for values in config["profiles"].values() if key in (values.get(name) or {})]
 
 
 def _refuse_unknown(name: str, given, declared) -> None:
@@ -226,11 +230,9 @@ def check_page_parameters(name: str, namespace: dict) -> None:
              if not key.startswith("_") and key not in _KERNEL_NAMES
              and not isinstance(value, (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type))}
     _refuse_unknown(name, given, declared)
-    profile_values = [values.get(name, {}) or {} for values in config["profiles"].values()]
     for key, default in declared.items():
         try:
-            check_parameter(name, key, given.get(key, default), default,
-                            [v[key] for v in profile_values if key in v])
+            check_parameter(name, key, given.get(key, default), default, _profile_values(config, name, key))
         except ParameterError as error:
             if not isinstance(default, (list, dict)):
                 raise
