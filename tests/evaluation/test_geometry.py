@@ -363,3 +363,17 @@ def test_geometry_callback_records_each_evaluation():
 def test_geometry_callback_needs_a_positive_pair():
     with pytest.raises(ValueError, match="tiny/dev.*threshold 5.5"):
         make_geometry_callback(tiny_sts(), threshold=5.5)
+
+
+def test_relative_spread_is_zero_for_one_vector_one_for_centred_noise_and_blind_to_scale():
+    from bertsent.evaluation.geometry import relative_spread
+
+    rng = np.random.default_rng(0)
+    assert relative_spread(np.tile([0.3, -1.0, 2.0], (5, 1))) == 0.0
+    noise = rng.normal(size=(20000, 8))
+    assert abs(relative_spread(noise) - 1.0) < 0.02
+    offset = np.array([5.0, -5.0, 5.0, -5.0]) + 0.01 * rng.normal(size=(1000, 4))  # varies in 0.2% of its size
+    assert abs(relative_spread(offset) - 0.002) < 0.0002
+    assert relative_spread(1000 * offset) == pytest.approx(relative_spread(offset))
+    with pytest.raises(ValueError, match="undefined"):
+        relative_spread(np.zeros((3, 2)))

@@ -38,3 +38,21 @@ def test_given_splits_use_dev_then_test():
             table[s] = np.array([label * 2.0 - 1.0, rng.normal()])
         splits[name] = Examples(names, y)
     assert evaluate_transfer(ClassificationTask("t", splits, 2), embed_by_lookup(table)) == 100.0
+
+
+def test_a_frozen_probe_reads_a_signal_carried_in_a_sliver_of_the_scale_only_when_standardised():
+    """The multi-exit page's point: a class signal 1/1000 the size of the feature it rides on (a shallow [CLS]) is
+    out of reach of a logistic regression at SentEval's C grid, and plain once each feature is standardised."""
+    import pytest
+    from bertsent.evaluation.transfer import fit_frozen_probe
+
+    rng = np.random.default_rng(0)
+    labels = np.arange(400) % 2
+    x = np.c_[0.05 + 1e-4 * (2 * labels - 1) + 1e-6 * rng.normal(size=400), rng.normal(size=(400, 3))]
+    train, test = slice(0, 300), slice(300, 400)
+    raw = fit_frozen_probe(x[train], labels[train], standardize=False).score(x[test], labels[test])
+    standardised = fit_frozen_probe(x[train], labels[train], standardize=True).score(x[test], labels[test])
+    assert standardised == 1.0
+    assert raw < 0.7
+    with pytest.raises(ValueError, match="one label per row"):
+        fit_frozen_probe(x[:10], labels[:9])

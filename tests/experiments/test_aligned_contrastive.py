@@ -310,3 +310,67 @@ def test_step_cost_is_a_ratio_to_ce_from_the_benchmark():
     table = acl.step_cost_table({"median_step_seconds": {"ce": 0.5, "acl_embed": 0.6, "acl": 1.0}}).set_index("objective")
     assert table["ratio_to_ce"].tolist() == [1.0, pytest.approx(1.2), 2.0]
     assert table.loc["acl", "ms_per_step"] == 1000.0 and "two gradient passes" in table.loc["acl", "step"]
+
+
+def test_exit_probe_reads_each_exits_input_on_the_runs_own_training_rows(monkeypatch):
+    """One row per layer 1..L (exit l reads hidden state l, never the embeddings) and readout, fitted on the rows
+    training_rows gives the run's seed; a sentence-pair task is refused."""
+    import bertsent.data.glue
+    import bertsent.training.glue
+    from bertsent.encode.backbones import load_backbone
+    from bertsent.encode.encoder import Encoder
+    from bertsent.evaluation.geometry import relative_spread
+
+    good = ["a wonderful , moving film", "great acting and a fine story", "i loved every minute", "a joy to watch"]
+    bad = ["a dull , lifeless mess", "terrible acting and a thin story", "i hated every minute", "a chore to sit through"]
+    rows = pd.DataFrame({"sentence1": good * 3 + bad * 3, "sentence2": None, "label": [1] * 12 + [0] * 12})
+    asked = []
+
+    def training_rows(task, max_train_examples, seed, data_dir=None):
+        asked.append((task, max_train_examples, seed))
+        return rows
+
+    monkeypatch.setattr(bertsent.training.glue, "training_rows", training_rows)
+    monkeypatch.setattr(bertsent.data.glue, "load_glue", lambda *_: rows.iloc[::3].reset_index(drop=True))
+    monkeypatch.setattr(acl, "majority_class_scores", lambda *_: {"accuracy": 50.0})
+    probe = acl.exit_probe("all-minilm-l6-v2", "SST-2", 7, {"SST-2": 24, "CoLA": 9})
+    assert asked == [("SST-2", 24, 7)]
+    assert list(probe["layer"]) == [1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6]
+    assert list(probe["readout"]) == ["cls", "mean"] * 6
+    assert probe[["probe_raw", "probe_standardised"]].stack().between(0, 100).all()
+    pooled = Encoder(load_backbone("all-minilm-l6-v2"), show_progress=False).encode(rows["sentence1"].tolist(), ["cls"])
+    assert probe.loc[0, "spread"] == pytest.approx(relative_spread(pooled.lookup(rows["sentence1"].tolist(), "cls", 1)))
+
+    pairs = rows.assign(sentence2="and another")
+    monkeypatch.setattr(bertsent.training.glue, "training_rows", lambda *_, **__: pairs)
+    with pytest.raises(ValueError, match="single-sentence task"):
+        acl.exit_probe("all-minilm-l6-v2", "RTE", 1)
+
+
+def test_probe_table_sets_each_layers_probes_beside_its_exit_and_names_the_layers_at_the_floor():
+    probe = pd.DataFrame([
+        {"backbone": "m", "task": "SST-2", "layer": layer, "readout": readout, "spread": spread,
+         "probe_raw": raw, "probe_standardised": standardised, "majority_class": 50.9174}
+        for layer, readout, spread, raw, standardised in [
+            (1, "cls", 0.001, 50.9174, 70.0), (1, "mean", 0.6, 76.0, 76.5),
+            (2, "cls", 0.5, 73.0, 74.0), (2, "mean", 0.7, 78.0, 78.5)]])
+    exits = pd.DataFrame({"task": "SST-2", "mode": ["kd", "kd", "joint", "joint"], "exit": [1, 2, 1, 2],
+                          "mean": [60.0, 81.0, 50.9174, 80.0]})
+    table = acl.probe_table(probe, {"m": exits})
+    assert list(table["layer"]) == [1, 2] and list(table["exit_mode"]) == ["joint", "joint"]  # joint first
+    assert list(table["exit_score"]) == [50.9174, 80.0]
+    assert list(table["cls_probe_standardised"]) == [70.0, 74.0] and list(table["mean_probe_standardised"]) == [76.5, 78.5]
+    sentence = acl.probe_sentence(table)
+    assert "at layer 1, where the fine-tuned joint CE exits score the majority class" in sentence
+    assert "0.10%-0.10% of its size" in sentence and "70.00-70.00 standardised: the label is in" in sentence
+    weak = acl.probe_table(probe.assign(probe_standardised=55.0), {"m": exits})
+    assert "the states themselves hold little of the label" in acl.probe_sentence(weak)
+    assert "exit_score_fast_heads" not in table and "larger learning rate" not in sentence
+    for fast, words in ((50.9174, "leaves these exits at the majority class all the same"),
+                        (66.0, "lifts 1 of these 1 exits off the majority class (66.00-66.00)")):
+        checked = acl.probe_table(probe, {"m": exits}, fast_heads={"m": exits.assign(mean=[0.0, 0.0, fast, 90.0])})
+        assert list(checked["exit_score_fast_heads"]) == [fast, 90.0]
+        assert words in acl.probe_sentence(checked)
+    untrained = acl.probe_table(probe)
+    assert untrained["exit_score"].isna().all()
+    assert "at layer 1, where the raw probe is within half a point" in acl.probe_sentence(untrained)

@@ -75,3 +75,14 @@ def test_layer_by_layer_early_exit_agrees_with_the_decisions_on_all_exits(tiny_p
 def test_bad_exit_logits_are_refused():
     with pytest.raises(ValueError, match="exits, examples, classes"):
         early_exit_decisions(torch.zeros(4, 2), 0.1)
+
+
+def test_the_exits_are_the_heads_a_head_learning_rate_reaches(tiny_path):
+    from bertsent.models.multi_exit import MultiExitClassifier
+    from bertsent.training.loop import decay_parameter_groups
+
+    model = MultiExitClassifier(tiny_path)
+    names = {id(p): n for n, p in model.named_parameters()}
+    heads = [names[id(p)] for g in decay_parameter_groups(model, 0.01, 1e-3)[2:] for p in g["params"]]
+    assert heads and all(n.startswith("exits.") for n in heads)
+    assert len(heads) == sum(1 for n in names.values() if n.startswith("exits."))

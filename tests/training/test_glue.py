@@ -72,3 +72,14 @@ def test_max_dev_examples_scores_a_seeded_subset_and_says_so(tiny_pretrained, tm
     full = finetune_glue(tiny_pretrained, "RTE", GlueConfig(**config), cache_dir=tmp_path)
     assert full["dev_examples"] == len(dev) and "max_dev_examples" not in full
     assert len(list(tmp_path.glob("RTE-*.json"))) == 2  # two cache entries: a subset score never stands for a full one
+
+
+def test_a_head_learning_rate_is_its_own_run_and_is_recorded_only_when_set(tiny_pretrained, tmp_path):
+    from bertsent.training.glue import config_identity
+
+    assert "head_learning_rate" not in config_identity(GlueConfig())  # unset: the keys runs had before it existed
+    config = dict(max_train_examples=16, epochs=1, max_dev_examples=32)
+    plain = finetune_glue(tiny_pretrained, "RTE", GlueConfig(**config), cache_dir=tmp_path)
+    fast_head = finetune_glue(tiny_pretrained, "RTE", GlueConfig(head_learning_rate=1e-2, **config), cache_dir=tmp_path)
+    assert "head_learning_rate" not in plain and fast_head["head_learning_rate"] == 1e-2
+    assert len(list(tmp_path.glob("RTE-*.json"))) == 2

@@ -253,3 +253,26 @@ def test_two_processes_share_each_step_and_keep_one_schedule(tmp_path):
                                                           0.0125, 0.0])
     for a, b in zip(one["weights"], two["weights"]):
         assert a == pytest.approx(b, abs=1e-5)
+
+
+def test_heads_may_have_their_own_learning_rate_and_the_encoder_keeps_the_optimizers():
+    class WithHead(nn.Module):
+        base_model_prefix = "encoder"
+
+        def __init__(self):
+            super().__init__()
+            self.encoder, self.head = Regressor(), nn.Linear(2, 2)
+
+    model = WithHead()
+    names = {id(p): n for n, p in model.named_parameters()}
+    groups = decay_parameter_groups(model, 0.01, head_learning_rate=1e-3)
+    assert [sorted(names[id(p)] for p in g["params"]) for g in groups] == [
+        ["encoder.dense.weight", "encoder.out.weight"],
+        ["encoder.LayerNorm.bias", "encoder.LayerNorm.weight", "encoder.dense.bias", "encoder.out.bias"],
+        ["head.weight"], ["head.bias"]]
+    optimizer = adamw(groups, 5e-5)
+    assert [g["lr"] for g in optimizer.param_groups] == [5e-5, 5e-5, 1e-3, 1e-3]
+    assert [g["weight_decay"] for g in optimizer.param_groups] == [0.01, 0.0, 0.01, 0.0]
+    assert len(decay_parameter_groups(model, 0.01)) == 2  # unset: BERT's two groups over every parameter
+    with pytest.raises(ValueError, match="base_model_prefix"):
+        decay_parameter_groups(Regressor(), 0.01, head_learning_rate=1e-3)

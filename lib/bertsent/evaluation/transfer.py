@@ -7,6 +7,9 @@
 - Sentence pairs (MRPC) are represented as SentEval does: [|u - v|, u * v].
 
 C is searched over 2^-2 ... 2^3, SentEval's grid for its logistic-regression classifier.
+
+:func:`fit_frozen_probe` is the same classifier as a probe of one layer's frozen states (the multi-exit page asks
+what a shallow exit could read), optionally on standardised features.
 """
 from __future__ import annotations
 
@@ -15,6 +18,8 @@ from typing import Callable
 import numpy as np
 from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
 from sklearn.model_selection import StratifiedKFold
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 from ..data.transfer import ClassificationTask
 
@@ -52,3 +57,23 @@ def evaluate_transfer(task: ClassificationTask, embed: Callable[[list[str]], np.
     dev = (features(task, "dev", embed), task.splits["dev"].labels) if "dev" in task.splits else (None, None)
     model = _select_and_fit(x, y, seed, *dev)
     return float(model.score(features(task, "test", embed), task.splits["test"].labels) * 100)
+
+
+def fit_frozen_probe(x: np.ndarray, y: np.ndarray, standardize: bool = False, seed: int = 1111):
+    """A logistic regression on frozen features ``x`` (n, d) with labels ``y``, C chosen by 5-fold
+    cross-validation on these rows (SentEval's grid); returns the fitted scikit-learn estimator.
+
+    ``standardize``: first scale every feature to zero mean and unit variance over these rows
+    (:class:`~sklearn.preprocessing.StandardScaler`, fitted on them alone). A feature whose value barely moves
+    from one example to the next then weighs as much as one that moves a lot: the probe on raw features asks what
+    a classifier reads at the features' own scale (a freshly initialised exit head's situation), the standardised
+    one what the features hold at all.
+    """
+    x, y = np.asarray(x), np.asarray(y)
+    if x.ndim != 2 or len(x) != len(y):
+        raise ValueError(f"x must be (examples, features) with one label per row; got x {x.shape}, y {y.shape}. "
+                         f"Fix: pass one layer's states, one row per labelled example.")
+    if not standardize:
+        return _select_and_fit(x, y, seed)
+    scaler = StandardScaler().fit(x)
+    return make_pipeline(scaler, _select_and_fit(scaler.transform(x), y, seed))

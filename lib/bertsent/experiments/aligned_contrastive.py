@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 import pandas as pd
-from ..evaluation.glue import MAJORITY_LABEL, mark_majority_class
+from ..evaluation.glue import MAJORITY_LABEL, majority_class_scores, mark_majority_class
 from ..report.claims import AT_FLOOR, Side, Spread, claims_table, floor_sides, judge, seed_noise
 from ..training.aligned_contrastive import AclConfig, ContrastiveObjective, MultiExitConfig, MultiExitObjective
 from ..training.glue import TASK_METRICS, GlueConfig, _encode
@@ -618,6 +618,45 @@ def depth_claims(deep_exits: pd.DataFrame, shallow_exits: pd.DataFrame, deep_exi
     return claims_table(rows)
 
 
+def exit_probe(backbone: str, task: str, seed: int, max_train_examples: dict | None = None, max_length: int = 128,
+               readouts=("cls", "mean"), data_dir=None, cache: bool = False) -> pd.DataFrame:
+    """What each exit could read before any fine-tuning: for layer l = 1..L of the frozen ``backbone``, a logistic
+    regression (:func:`bertsent.evaluation.transfer.fit_frozen_probe`) on layer l's [CLS] state (exit l's input) and
+    on its token mean, fitted on the training rows of the run with ``seed`` (the same subsample) and scored on the
+    whole dev set with the task's metric; on the raw states and on standardised ones. ``spread``
+    (:func:`bertsent.evaluation.geometry.relative_spread`, on the training rows) says how much of the readout's
+    size differs between sentences. Single-sentence tasks only (the encoder reads one sentence at a time)."""
+    from ..data.glue import load_glue
+    from ..encode.backbones import load_backbone
+    from ..encode.encoder import Encoder
+    from ..evaluation.geometry import relative_spread
+    from ..evaluation.transfer import fit_frozen_probe
+    from ..training.glue import glue_metrics, training_rows
+
+    train = training_rows(task, (max_train_examples or {}).get(task), seed, data_dir)
+    dev = load_glue(task, "dev", data_dir)
+    if train["sentence2"].notna().any():
+        raise ValueError(f"{task} pairs two sentences; the probe encodes one sentence per example. Fix: probe a "
+                         f"single-sentence task (SST-2, CoLA).")
+    encoder = Encoder(load_backbone(backbone), max_length=max_length, cache=cache, show_progress=False)
+    pooled = encoder.encode(train["sentence1"].tolist() + dev["sentence1"].tolist(), list(readouts))
+    metric = task_metric(task)
+    floor = majority_class_scores(task, data_dir)[metric]
+    rows = []
+    for layer in range(1, pooled.n_layers):
+        for readout in readouts:
+            x_train = pooled.lookup(train["sentence1"].tolist(), readout, layer)
+            x_dev = pooled.lookup(dev["sentence1"].tolist(), readout, layer)
+            row = {"backbone": backbone, "task": task, "layer": layer, "readout": readout,
+                   "spread": relative_spread(x_train)}
+            for scaling, standardize in (("raw", False), ("standardised", True)):
+                probe = fit_frozen_probe(x_train, train["label"].to_numpy(), standardize, seed)
+                row[f"probe_{scaling}"] = glue_metrics(task, dev["label"], probe.predict(x_dev))[metric]
+            rows.append({**row, "metric": metric, "majority_class": floor, "train_examples": len(train),
+                         "dev_examples": len(dev), "seed": seed})
+    return pd.DataFrame(rows)
+
+
 def exit_claims(table: pd.DataFrame, mode: str = "acl_cl", against=("joint", "kd")) -> pd.DataFrame:
     """Per task and exit: "``mode`` > each of ``against``" at that exit, seed noise of the two means."""
     rows = []
@@ -676,6 +715,90 @@ def angle_sentence(table: pd.DataFrame, threshold: float = 90.0) -> str:
     return "\n".join(lines)
 
 
+PROBE_MARGIN = 10.0  # points above the majority class at which a frozen probe counts as reading the label
+
+
+def probe_table(probe: pd.DataFrame, exits: dict | None = None, modes=("joint", "acl_cl", "kd"),
+                fast_heads: dict | None = None) -> pd.DataFrame:
+    """:func:`exit_probe`'s rows side by side, one row per backbone, task and layer: the [CLS] state's spread and
+    the probes on it (raw and standardised), the standardised probe on the token mean, and exit l's fine-tuned
+    score (``exit_score``, mean over seeds) where ``exits`` (backbone -> :func:`exit_table`'s rows) has it, under
+    the first of ``modes`` that backbone was trained with (``exit_mode``). ``fast_heads`` (backbone ->
+    :func:`exit_table`'s rows of joint-CE runs whose exit heads had their own learning rate,
+    ``GlueConfig.head_learning_rate``) adds their mean as ``exit_score_fast_heads``."""
+    wide = probe.pivot_table(index=["backbone", "task", "layer"], columns="readout",
+                             values=["spread", "probe_raw", "probe_standardised"], sort=False)
+    table = pd.DataFrame({"cls_spread": wide[("spread", "cls")], "cls_probe_raw": wide[("probe_raw", "cls")],
+                          "cls_probe_standardised": wide[("probe_standardised", "cls")]})
+    if ("probe_standardised", "mean") in wide:
+        table["mean_probe_standardised"] = wide[("probe_standardised", "mean")]
+    table = table.reset_index()
+    table["majority_class"] = table["task"].map(probe.groupby("task")["majority_class"].first())
+    chosen = [pd.DataFrame(columns=["backbone", "task", "exit", "mode", "mean"])]
+    for backbone, rows in (exits or {}).items():
+        trained = [m for m in modes if rows is not None and m in set(rows["mode"])]
+        if trained:
+            chosen.append(rows[rows["mode"] == trained[0]].assign(backbone=backbone))
+    fine_tuned = pd.concat(chosen, ignore_index=True).rename(
+        columns={"exit": "layer", "mode": "exit_mode", "mean": "exit_score"})
+    fine_tuned = fine_tuned.astype({"layer": int, "exit_score": float})
+    table = table.merge(fine_tuned[["backbone", "task", "layer", "exit_mode", "exit_score"]],
+                        on=["backbone", "task", "layer"], how="left")
+    checks = [rows[rows["mode"] == "joint"].assign(backbone=backbone) for backbone, rows in (fast_heads or {}).items()
+              if rows is not None and len(rows)]
+    if checks:
+        fast = pd.concat(checks, ignore_index=True).rename(columns={"exit": "layer", "mean": "exit_score_fast_heads"})
+        table = table.merge(fast.astype({"layer": int})[["backbone", "task", "layer", "exit_score_fast_heads"]],
+                            on=["backbone", "task", "layer"], how="left")
+    return table
+
+
+def probe_sentence(table: pd.DataFrame) -> str:
+    """What :func:`probe_table` says about the exits at the majority class, in words, per backbone and task (where
+    a backbone has no fine-tuned exits: the layers whose raw probe is within half a point of that class)."""
+    lines = []
+    for (backbone, task), rows in table.groupby(["backbone", "task"], sort=False):
+        floor = rows["majority_class"].iloc[0]
+        trained = rows["exit_score"].notna().any()
+        if trained:
+            at_floor = rows[np.isclose(rows["exit_score"], floor, rtol=0, atol=1e-3)]  # CSVs: 4 decimals
+        else:
+            at_floor = rows[np.isclose(rows["cls_probe_raw"], floor, rtol=0, atol=0.5)]
+        if not len(at_floor):
+            lines.append(f"- {backbone}, {task}: no exit sits at the majority class ({floor:.2f}).")
+            continue
+        layers = at_floor["layer"]
+        span = f"layer {layers.iloc[0]}" if len(layers) == 1 else f"layers {layers.min()}-{layers.max()}"
+        mode = EXIT_LABELS.get(rows["exit_mode"].dropna().iloc[0], "") if trained else ""
+        lines.append(
+            f"- {backbone}, {task}: at {span}, where "
+            + (f"the fine-tuned {mode} exits score the majority class ({floor:.2f}), " if trained
+               else f"the raw probe is within half a point of the majority class ({floor:.2f}), ")
+            + f"the frozen [CLS] state differs between sentences by {at_floor['cls_spread'].min():.2%}-"
+              f"{at_floor['cls_spread'].max():.2%} of its size; a logistic regression on it reads "
+              f"{at_floor['cls_probe_raw'].min():.2f}-{at_floor['cls_probe_raw'].max():.2f} raw and "
+              f"{at_floor['cls_probe_standardised'].min():.2f}-{at_floor['cls_probe_standardised'].max():.2f} "
+              f"standardised"
+            + (": the label is in these states before any fine-tuning, and the exits do not read it."
+               if at_floor["cls_probe_standardised"].min() >= floor + PROBE_MARGIN else
+               f": at some of these layers even the standardised probe is within {PROBE_MARGIN:g} points of the "
+               f"majority class, so the states themselves hold little of the label.")
+            + _fast_heads_clause(at_floor, floor))
+    return "\n".join(lines)
+
+
+def _fast_heads_clause(at_floor: pd.DataFrame, floor: float) -> str:
+    if "exit_score_fast_heads" not in at_floor or at_floor["exit_score_fast_heads"].isna().all():
+        return ""
+    scores = at_floor["exit_score_fast_heads"].dropna()
+    still = np.isclose(scores, floor, rtol=0, atol=1e-3)
+    if still.all():
+        return (" With the exit heads at their own, larger learning rate, joint CE leaves these exits at the majority "
+                "class all the same: the heads' learning rate is not what holds them there.")
+    return (f" With the exit heads at their own, larger learning rate, joint CE lifts {int((~still).sum())} of these "
+            f"{len(scores)} exits off the majority class ({scores.min():.2f}-{scores.max():.2f}).")
+
+
 def with_reference(scores: pd.DataFrame, method: str = "acl") -> Spread | None:
     """A seed spread to lend to one-seed sides: the mean sd over tasks of ``method`` in ``scores`` (None when no
     task has two seeds)."""
@@ -691,7 +814,8 @@ __all__ = ["METHODS", "EXIT_MODES", "MISSING_TASKS", "acl_config", "per_task", "
            "main_table", "cost_table", "angle_table", "lambda_table", "lambda_spread", "main_claims",
            "majority_count", "lambda_claim", "TimedMultiExitObjective", "exit_grid", "exit_table",
            "exit_curve_table", "shallow_gain_claim", "exit_claims", "multi_exit_claims", "joined_exit_claims",
-           "component_claims", "depth_table", "depth_claims", "missing_tasks_sentence", "angle_sentence", "with_reference", "tolerance_phrase"]
+           "component_claims", "depth_table", "depth_claims", "exit_probe", "probe_table", "probe_sentence",
+           "missing_tasks_sentence", "angle_sentence", "with_reference", "tolerance_phrase"]
 
 
 def tolerance_phrase(claims: pd.DataFrame) -> str:

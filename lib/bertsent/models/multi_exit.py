@@ -75,6 +75,8 @@ class MultiExitClassifier(torch.nn.Module):
     cross-entropies (the "joint" objective).
     """
 
+    base_model_prefix = "bert"  # the pre-trained encoder, as transformers' models name theirs (the rest: the exits)
+
     def __init__(self, model_path: str, num_labels: int = 2):
         from transformers import AutoConfig, AutoModel
 

@@ -60,18 +60,31 @@ class GlueConfig:
     # a seeded subsample of the dev set, scored instead of all of it: for smoke runs only (the result then says
     # ``max_dev_examples`` and a smaller ``dev_examples``; never a score to compare with a full-dev one)
     max_dev_examples: int | None = None
+    # the newly initialised heads' learning rate (a classifier, every exit of a multi-exit model); None: the
+    # encoder's. Not in BERT's recipe; in cache keys and results only when set
+    head_learning_rate: float | None = None
 
 
 DEV_SUBSET_SEED = 0  # the dev subsample is the same for every run (seed, learning rate, objective)
 
 
 def config_identity(config: GlueConfig) -> dict:
-    """``config``'s fields as they enter cache keys and results: ``max_dev_examples`` only when set, so that the
-    keys and results of full-dev runs are those from before the field existed."""
+    """``config``'s fields as they enter cache keys and results: ``max_dev_examples`` and ``head_learning_rate``
+    only when set, so that the keys and results of runs without them are those from before the fields existed."""
     fields = asdict(config)
-    if fields.get("max_dev_examples") is None:
-        fields.pop("max_dev_examples", None)
+    for optional in ("max_dev_examples", "head_learning_rate"):
+        if fields.get(optional) is None:
+            fields.pop(optional, None)
     return fields
+
+
+def training_rows(task: str, max_train_examples: int | None, seed: int, data_dir=None) -> pd.DataFrame:
+    """The training rows a fine-tuning with ``seed`` sees: the whole training set, or a subsample of
+    ``max_train_examples`` rows drawn with that seed (each seed its own subsample)."""
+    train = load_glue(task, "train", data_dir)
+    if max_train_examples and max_train_examples < len(train):
+        train = train.sample(max_train_examples, random_state=seed).reset_index(drop=True)
+    return train
 
 
 def dev_subset(dev: pd.DataFrame, max_dev_examples: int | None) -> pd.DataFrame:
@@ -237,9 +250,8 @@ def _finetune(model_path: str, task: str, config: GlueConfig, data_dir, show_pro
               history: list | None = None, objective: GlueObjective | None = None) -> dict:
     from transformers import AutoTokenizer
 
-    train, dev = load_glue(task, "train", data_dir), dev_subset(load_glue(task, "dev", data_dir), config.max_dev_examples)
-    if config.max_train_examples and config.max_train_examples < len(train):
-        train = train.sample(config.max_train_examples, random_state=config.seed).reset_index(drop=True)
+    train = training_rows(task, config.max_train_examples, config.seed, data_dir)
+    dev = dev_subset(load_glue(task, "dev", data_dir), config.max_dev_examples)
     accelerator = make_accelerator()
     seed_everything(config.seed)
     with quiet_transformers():  # "newly initialised classifier" is the point of fine-tuning
@@ -248,7 +260,8 @@ def _finetune(model_path: str, task: str, config: GlueConfig, data_dir, show_pro
     method = GlueMethod(task, train, dev, tokenizer, config, objective)
     total = method.steps_per_epoch * config.epochs
     # fused: one kernel for every parameter (the 30k-word embedding dominates)
-    optimizer = adamw(decay_parameter_groups(model, config.weight_decay), config.learning_rate, fused=True)
+    optimizer = adamw(decay_parameter_groups(model, config.weight_decay, config.head_learning_rate),
+                      config.learning_rate, fused=True)
     scheduler = warmup_schedule(optimizer, int(config.warmup_ratio * total), total)
     # the dev pass at step 0 (eval mode: no dropout) uses no random number: the same fine-tuning with or without it
     run = train_loop(method, model, optimizer, scheduler, LoopSettings(

@@ -89,15 +89,31 @@ def seed_step(seed: int, step: int) -> None:
     torch.manual_seed(seed * STEP_SEED_STRIDE + step)
 
 
-def decay_parameter_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
+def decay_parameter_groups(model: torch.nn.Module, weight_decay: float,
+                           head_learning_rate: float | None = None) -> list[dict]:
     """AdamW's two parameter groups as in BERT: weight decay on the weights, none on biases and LayerNorm.
 
-    Only parameters that require gradients; the decayed group comes first.
+    Only parameters that require gradients; the decayed group comes first. ``head_learning_rate``: the parameters
+    outside the pre-trained encoder (the module named by ``model.base_model_prefix``, as transformers' models name
+    it: every newly initialised head) form two more groups, the same split, at that learning rate.
     """
+    def split(named, **group) -> list[dict]:
+        no_decay = [p for n, p in named if n.endswith("bias") or "LayerNorm" in n]
+        decay = [p for n, p in named if not (n.endswith("bias") or "LayerNorm" in n)]
+        return [{"params": decay, "weight_decay": weight_decay, **group},
+                {"params": no_decay, "weight_decay": 0.0, **group}]
+
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    no_decay = [p for n, p in named if n.endswith("bias") or "LayerNorm" in n]
-    decay = [p for n, p in named if not (n.endswith("bias") or "LayerNorm" in n)]
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    if head_learning_rate is None:
+        return split(named)
+    prefix = getattr(model, "base_model_prefix", None)
+    if not prefix or not isinstance(getattr(model, prefix, None), torch.nn.Module):
+        raise ValueError(f"{type(model).__name__} names no pre-trained encoder (base_model_prefix), so its heads "
+                         f"cannot be told apart. Fix: set base_model_prefix to the encoder's attribute name, or "
+                         f"leave head_learning_rate unset.")
+    encoder = [(n, p) for n, p in named if n.startswith(prefix + ".")]
+    heads = [(n, p) for n, p in named if not n.startswith(prefix + ".")]
+    return split(encoder) + split(heads, lr=head_learning_rate)
 
 
 def adamw(parameters, learning_rate: float, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
