@@ -371,6 +371,9 @@ def test_probe_table_sets_each_layers_probes_beside_its_exit_and_names_the_layer
         checked = acl.probe_table(probe, {"m": exits}, fast_heads={"m": exits.assign(mean=[0.0, 0.0, fast, 90.0])})
         assert list(checked["exit_score_fast_heads"]) == [fast, 90.0]
         assert words in acl.probe_sentence(checked)
+    gaps = pd.concat([probe, probe.assign(layer=probe["layer"] + 2)], ignore_index=True)  # layers 1-4
+    floors = exits.iloc[[2, 3, 2, 3]].assign(exit=[1, 2, 3, 4], mean=[50.9174, 80.0, 50.9174, 50.9174])
+    assert "at layers 1, 3 and 4, where" in acl.probe_sentence(acl.probe_table(gaps, {"m": floors}))
     untrained = acl.probe_table(probe)
     assert untrained["exit_score"].isna().all()
     assert "at layer 1, where the raw probe is within half a point" in acl.probe_sentence(untrained)

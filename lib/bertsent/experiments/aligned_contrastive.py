@@ -767,8 +767,9 @@ def probe_sentence(table: pd.DataFrame) -> str:
         if not len(at_floor):
             lines.append(f"- {backbone}, {task}: no exit sits at the majority class ({floor:.2f}).")
             continue
-        layers = at_floor["layer"]
-        span = f"layer {layers.iloc[0]}" if len(layers) == 1 else f"layers {layers.min()}-{layers.max()}"
+        layers = [int(layer) for layer in at_floor["layer"]]
+        span = (f"layer {layers[0]}" if len(layers) == 1 else f"layers {layers[0]}-{layers[-1]}"
+                if layers == list(range(layers[0], layers[-1] + 1)) else f"layers {_and([str(l) for l in layers])}")
         mode = EXIT_LABELS.get(rows["exit_mode"].dropna().iloc[0], "") if trained else ""
         lines.append(
             f"- {backbone}, {task}: at {span}, where "
