@@ -297,6 +297,11 @@ def test_a_dev_subsample_is_part_of_the_fine_tuning_key(monkeypatch, tmp_path):
     index = pd.read_csv(tmp_path / "runs" / "glue" / "index.csv")
     assert len(index) == 2 and sorted(index["max_dev_examples"].fillna(0)) == [0, 32]
     assert sorted(index["dev_examples"].fillna(0)) == [0, 32]
+    assert "head_learning_rate" not in index
+    runs.glue_finetuning(model, "RTE", glue.GlueConfig(epochs=1, head_learning_rate=1e-3), results_dir=tmp_path)
+    index = pd.read_csv(tmp_path / "runs" / "glue" / "index.csv")  # its own run, listed with its head rate only
+    assert sorted(index["head_learning_rate"].fillna(0)) == [0, 0, 1e-3]
+    assert sorted(index["dev_examples"].fillna(0)) == [0, 0, 32]
 
 
 def test_untrained_scores_are_read_from_the_books_store_and_written_only_where_asked(tmp_path, monkeypatch):

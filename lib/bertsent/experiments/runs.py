@@ -488,9 +488,9 @@ def glue_run(model: ModelSource, task: str, config, data_dir=None, results_dir=N
             train["summary"]["objective"] = objective.name
         if config.max_dev_examples is not None:  # a dev subsample: say so wherever the run is listed
             train["summary"]["max_dev_examples"] = config.max_dev_examples
+            train["summary"]["dev_examples"] = result["dev_examples"]
         if getattr(config, "head_learning_rate", None) is not None:
             train["summary"]["head_learning_rate"] = config.head_learning_rate
-            train["summary"]["dev_examples"] = result["dev_examples"]
         stored.record(json.loads(json.dumps(train, default=float)), frame)
     return stored
 
