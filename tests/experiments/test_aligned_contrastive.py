@@ -377,3 +377,23 @@ def test_probe_table_sets_each_layers_probes_beside_its_exit_and_names_the_layer
     untrained = acl.probe_table(probe)
     assert untrained["exit_score"].isna().all()
     assert "at layer 1, where the raw probe is within half a point" in acl.probe_sentence(untrained)
+
+
+def test_floor_sentence_names_the_exits_at_the_majority_class_in_every_mode_and_seed():
+    runs = pd.DataFrame([{"task": "SST-2", "mode": mode, "seed": seed, "exit": exit,
+                          "at_majority_class": exit in floors}
+                         for mode, seed, floors in (("joint", 1, {1, 2, 3}), ("joint", 2, {1, 3}),
+                                                    ("acl_cl", 1, {1, 3, 4}))
+                         for exit in (1, 2, 3, 4)])
+    sentence = acl.floor_sentence({"m": runs, "deep": None})
+    assert sentence == ("- m, SST-2: exits 1 and 3 of 4 score the majority class in every mode (joint CE and ACL-CL) "
+                        "on each of its 2 seeds.")
+    lifted = runs.assign(at_majority_class=runs["exit"] == 1)
+    assert "exit 1 of 4 scores the majority class" in acl.floor_sentence({"m": lifted})
+    none = runs.assign(at_majority_class=False)
+    assert acl.floor_sentence({"m": none}) == ("- m, SST-2: no exit scores the majority class in every mode "
+                                               "(joint CE and ACL-CL) on each of its 2 seeds.")
+    one = runs[(runs["mode"] == "acl_cl")]
+    assert acl.floor_sentence({"m": one}) == ("- m, SST-2: exits 1, 3 and 4 of 4 score the majority class in the one "
+                                              "mode run (ACL-CL) on its one seed.")
+    assert acl.floor_sentence({"m": runs.iloc[:0]}) == ""

@@ -753,6 +753,37 @@ def probe_table(probe: pd.DataFrame, exits: dict | None = None, modes=("joint", 
     return table
 
 
+def _span(word: str, numbers: list[int]) -> str:
+    """``layer 3``, ``layers 1-4`` or ``layers 1, 3 and 4``: ascending ``numbers`` in words."""
+    if len(numbers) == 1:
+        return f"{word} {numbers[0]}"
+    if numbers == list(range(numbers[0], numbers[-1] + 1)):
+        return f"{word}s {numbers[0]}-{numbers[-1]}"
+    return f"{word}s {_and([str(n) for n in numbers])}"
+
+
+def floor_sentence(exits_by_backbone: dict) -> str:
+    """Which exits score the majority class in every mode and on every seed, per backbone and task, in words.
+
+    ``exits_by_backbone``: backbone -> :func:`exit_grid`'s ``exits`` (one row per mode, seed and exit, marked
+    ``at_majority_class``); a backbone whose value is ``None`` or empty is left out."""
+    lines = []
+    for backbone, exits in exits_by_backbone.items():
+        if exits is None or not len(exits):
+            continue
+        for task, rows in exits.groupby("task", sort=False):
+            floor = sorted(int(e) for e, runs in rows.groupby("exit") if all_at_floor(runs))
+            labels = [EXIT_LABELS.get(mode, mode) for mode in rows["mode"].unique()]
+            modes = f"in the one mode run ({labels[0]})" if len(labels) == 1 else f"in every mode ({_and(labels)})"
+            seeds = rows["seed"].nunique()
+            runs = "on its one seed" if seeds == 1 else f"on each of its {seeds} seeds"
+            lines.append(f"- {backbone}, {task}: " + (
+                f"{_span('exit', floor)} of {rows['exit'].max()} {'scores' if len(floor) == 1 else 'score'} the "
+                f"majority class {modes} {runs}." if floor else
+                f"no exit scores the majority class {modes} {runs}."))
+    return "\n".join(lines)
+
+
 def probe_sentence(table: pd.DataFrame) -> str:
     """What :func:`probe_table` says about the exits at the majority class, in words, per backbone and task (where
     a backbone has no fine-tuned exits: the layers whose raw probe is within half a point of that class)."""
@@ -767,9 +798,7 @@ def probe_sentence(table: pd.DataFrame) -> str:
         if not len(at_floor):
             lines.append(f"- {backbone}, {task}: no exit sits at the majority class ({floor:.2f}).")
             continue
-        layers = [int(layer) for layer in at_floor["layer"]]
-        span = (f"layer {layers[0]}" if len(layers) == 1 else f"layers {layers[0]}-{layers[-1]}"
-                if layers == list(range(layers[0], layers[-1] + 1)) else f"layers {_and([str(l) for l in layers])}")
+        span = _span("layer", [int(layer) for layer in at_floor["layer"]])
         mode = EXIT_LABELS.get(rows["exit_mode"].dropna().iloc[0], "") if trained else ""
         lines.append(
             f"- {backbone}, {task}: at {span}, where "
