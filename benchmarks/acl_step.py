@@ -19,8 +19,6 @@ reported, and each objective's ratio to CE's median.
 """
 import argparse
 import json
-import statistics
-import time
 
 import torch
 from bertsent.data.glue import load_glue
@@ -30,6 +28,7 @@ from bertsent.training.aligned_contrastive import AclConfig, ContrastiveObjectiv
 from bertsent.training.glue import GlueConfig, GlueMethod, GlueObjective
 from bertsent.training.loop import adamw, make_accelerator
 from bertsent.training.self_guided import peak_memory_mib
+from interleaved import interleaved_seconds, medians as median_seconds
 
 OBJECTIVES = {
     "ce": lambda: GlueObjective(),
@@ -41,15 +40,13 @@ OBJECTIVES = {
 }
 
 
-def one_step(method, model, optimizer, step: int) -> float:
-    start = time.perf_counter()
+def one_step(method, model, optimizer, step: int) -> None:
     batch = method.batches(step)
     losses = method.loss(model, batch)
     method.backward(model, losses)
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    return time.perf_counter() - start
 
 
 def main():
@@ -78,15 +75,9 @@ def main():
         method = GlueMethod(args.task, train, dev, tokenizer, config, objective)
         method.accelerator = accelerator
         runs[name] = (method, model, adamw(model.parameters(), 5e-5, fused=True))
-    seconds = {name: [] for name in OBJECTIVES}
     names = list(OBJECTIVES)
-    for step in range(args.warmup + args.rounds):
-        order = names[step % len(names):] + names[:step % len(names)]  # rotate: no objective always goes first
-        for name in order:
-            elapsed = one_step(*runs[name], step)
-            if step >= args.warmup:
-                seconds[name].append(elapsed)
-    medians = {name: statistics.median(values) for name, values in seconds.items()}
+    seconds = interleaved_seconds(names, lambda name, step: one_step(*runs[name], step), args.rounds, args.warmup)
+    medians = median_seconds(seconds)
     ratios = {name: medians[name] / medians["ce"] for name in names}
     print(f"{args.backbone}, {args.task}, batch 32, median of {args.rounds} interleaved steps, "
           f"{torch.get_num_threads()} thread(s)")

@@ -1,0 +1,26 @@
+"""Timing several set-ups in one process, interleaved, so that a busy machine slows them alike.
+
+Each round runs one step of every set-up, in an order rotated by one each round (no set-up always goes first, when
+caches are cold or a neighbour has just finished); the first ``warmup`` rounds are not kept.
+"""
+import statistics
+import time
+from typing import Callable
+
+
+def interleaved_seconds(names: list[str], step: Callable[[str, int], object], rounds: int,
+                        warmup: int = 1) -> dict[str, list[float]]:
+    """Seconds of ``step(name, round)`` per name over ``rounds`` kept rounds (after ``warmup`` ones)."""
+    seconds = {name: [] for name in names}
+    for round_ in range(warmup + rounds):
+        shift = round_ % len(names)
+        for name in names[shift:] + names[:shift]:
+            start = time.perf_counter()
+            step(name, round_)
+            if round_ >= warmup:
+                seconds[name].append(time.perf_counter() - start)
+    return seconds
+
+
+def medians(seconds: dict[str, list[float]]) -> dict[str, float]:
+    return {name: statistics.median(values) for name, values in seconds.items()}
