@@ -35,11 +35,16 @@ def test_sts_claims_compare_differences_against_the_seed_noise():
     assert table.loc["sg_opt > cls", "verdict"] == "direction only"   # 4 of the paper's 43.22
     assert table.loc["sg_opt > mean", "verdict"] == "not reproduced"  # -1.0, beyond noise
     assert table.loc["sg_opt > whitening", "verdict"] == "reproduced"  # +3.4 of the paper's 5.85: ratio 0.58
-    # SG: one seed, so the spread measured on another backbone is lent: 2 * 0.5
+    # SG: one seed, so it borrows SG-OPT's spread over the three seeds on the same backbone: 2 * 0.4
     assert table.loc["sg > cls", "seeds"] == "one seed"
-    assert table.loc["sg > cls", "tolerance"] == pytest.approx(1.0)
+    assert table.loc["sg > cls", "tolerance"] == pytest.approx(0.8)
     assert table.loc["sg > cls", "verdict"] == "within noise"         # +0.3
-    assert "lent to m" in table.loc["sg > cls", "noise_source"]
+    assert "sg_opt over 3 seeds on m (stsb_train), STS page" in table.loc["sg > cls", "noise_source"]
+    # a backbone with no multi-seed run of its own gets the spread measured elsewhere, lent: 2 * 0.5
+    single = _sts_scores({("cls", "-", "-"): 74.0, ("sg", "stsb_train", 1): 74.3}).assign(backbone="n")
+    lent = sts_claims(pd.concat([scores, single]), paper, [("sg", "cls")], ["stsb_train"], spreads)
+    lent = lent.set_index("backbone").loc["n"]
+    assert lent["tolerance"] == pytest.approx(1.0) and "lent to n" in lent["noise_source"]
 
 
 def test_spreads_come_from_the_reference_seeds_and_are_lent_where_missing():

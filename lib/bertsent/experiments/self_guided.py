@@ -254,6 +254,17 @@ def spread_for(spreads: dict[str, Spread], backbone: str) -> Spread | None:
     return Spread(spread.sd, spread.seeds, f"{spread.source}; lent to {backbone}, where it is not measured")
 
 
+def page_spreads(stats: pd.DataFrame, method: str = "sg_opt", where: str = "STS page") -> dict[str, Spread]:
+    """``method``'s seed spread per backbone on the page's own runs, from :func:`seed_statistics` rows (by
+    backbone, method, train_data): the training set with the most seeds (two or more) on each backbone."""
+    rows = stats[(stats["method"] == method) & (stats["seeds"] >= 2) & stats["sd"].notna()]
+    rows = rows.sort_values("seeds", ascending=False, kind="stable").drop_duplicates("backbone")
+    return {row["backbone"]: Spread(float(row["sd"]), int(row["seeds"]),
+                                    f"{method} over {int(row['seeds'])} seeds on {row['backbone']} "
+                                    f"({row['train_data']}), {where}")
+            for _, row in rows.iterrows()}
+
+
 def _side(sd: float, seeds: int) -> Side:
     """A side of :func:`~bertsent.report.claims.seed_noise` (a one-seed or deterministic row has no sd: NaN)."""
     return Side(0.0 if pd.isna(sd) else float(sd), int(seeds))
@@ -280,13 +291,16 @@ def sts_claims(scores: pd.DataFrame, paper: pd.Series, claims: list[tuple[str, s
 
     ``scores``: per-seed rows (``sts_main.csv``). ``paper``: the paper's STS averages by method. Our effect is the
     difference of the two rows' seven-set averages (mean over seeds); its tolerance :func:`~bertsent.report.claims.seed_noise`
-    from the seeds of each row, a one-seed row borrowing :func:`spread_for` of ``spreads`` (:func:`measured_spreads`).
+    from the seeds of each row. A one-seed row borrows the spread of SG-OPT's seeds on the same backbone in
+    ``scores`` (:func:`page_spreads`; e.g. a one-seed ``stsb_all`` run, where ``stsb_train`` has three seeds), else
+    :func:`spread_for` of ``spreads`` (:func:`measured_spreads`, the ablation page's).
     A claim whose rows are missing (not trained, or fewer than seven datasets) is left out.
     """
     stats = seed_statistics(scores, ["backbone", "method", "train_data"], aggregation)
+    own = page_spreads(stats)
     rows = []
     for backbone in dict.fromkeys(stats["backbone"]):
-        reference = spread_for(spreads or {}, backbone)
+        reference = own.get(backbone) or spread_for(spreads or {}, backbone)
         for data in train_data:
             sides = claim_sides(stats, backbone, data)
             for better, worse in claims:
