@@ -106,16 +106,19 @@ def test_encoding_overhead_is_the_ratio_of_medians():
     assert out["overhead_ratio"] == pytest.approx(1.10) and out["overhead_percent"] == pytest.approx(10.0)
 
 
-def test_step_time_table_ratios_to_the_reference_and_medians_of_the_stored_runs():
-    benchmark = {"reference": "small", "median_step_seconds": {"small": 2.0, "big": 7.0},
-                 "trained_parameters": {"small": 10, "big": 40}}
+def test_step_time_table_ratios_within_each_run_and_medians_of_the_stored_runs():
+    first = {"reference": "small", "median_step_seconds": {"small": 2.0, "big": 7.0},
+             "trained_parameters": {"small": 10, "big": 40}}
+    second = {"median_step_seconds": {"small": 4.0, "mid": 6.0}}  # a busier machine: its own reference
     runs = pd.DataFrame({"backbone": ["small", "small", "small", "big"], "seconds_per_step": [9.0, 11.0, 30.0, 50.0]})
-    table = ap.step_time_table(benchmark, runs).set_index("backbone")
-    assert table.loc["big", "ratio_to_small"] == pytest.approx(3.5) and table.loc["small", "ratio_to_small"] == 1.0
-    assert table.loc["small", "stored_runs_seconds_per_step"] == pytest.approx(11.0)  # median, not mean
-    assert table.loc["small", "stored_runs"] == 3 and table.loc["big", "trained_parameters"] == 40
-    only_small = ap.step_time_table(benchmark, runs[runs["backbone"] == "small"]).set_index("backbone")
-    assert only_small.loc["big", "stored_runs"] == 0 and np.isnan(only_small.loc["big", "stored_runs_seconds_per_step"])
+    table = ap.step_time_table({"a": first, "b": second}, runs).set_index(["benchmark", "backbone"])
+    assert table.loc[("a", "big"), "ratio_to_reference"] == pytest.approx(3.5)
+    assert table.loc[("b", "mid"), "ratio_to_reference"] == pytest.approx(1.5)  # 6 / 4, not 6 / 2
+    assert table.loc[("b", "mid"), "reference"] == "small" and table.loc[("a", "small"), "ratio_to_reference"] == 1.0
+    assert table.loc[("a", "small"), "stored_runs_seconds_per_step"] == pytest.approx(11.0)  # median, not mean
+    assert table.loc[("a", "small"), "stored_runs"] == 3 and table.loc[("a", "big"), "trained_parameters"] == 40
+    assert table.loc[("b", "mid"), "stored_runs"] == 0 and np.isnan(table.loc[("b", "mid"), "stored_runs_seconds_per_step"])
+    assert "stored_runs" not in ap.step_time_table({"a": first})
 
 
 def test_geometry_and_search_claims_means_over_seeds_with_lent_spread():

@@ -477,17 +477,22 @@ def run_overhead(run: Run, sentences: list[str], repeats: int = 3) -> pd.DataFra
         [encoding_overhead(model, tokenizer, sentences, repeats, max_length=run.config.max_length)]))
 
 
-def step_time_table(benchmark: dict, runs: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One training step per backbone, from ``benchmarks/attention_pooling_step.py``'s JSON (the chapter's supervised
-    step with the LayerAttPooler, every backbone timed in one process and interleaved, so a busy machine slows them
-    alike): trained parameters, median seconds per step and the ratio to the reference backbone's median (the
-    benchmark's first). ``runs`` (the chapter's ``training_runs.csv``), when given, adds each backbone's measured
-    seconds per step in its stored runs (median over runs, evaluations included) and how many runs that is."""
-    medians = benchmark["median_step_seconds"]
-    reference = benchmark.get("reference", next(iter(medians)))
-    table = pd.DataFrame([{"backbone": name, "trained_parameters": benchmark.get("trained_parameters", {}).get(name),
-                           "seconds_per_step": seconds, f"ratio_to_{reference}": seconds / medians[reference]}
-                          for name, seconds in medians.items()])
+def step_time_table(benchmarks: dict[str, dict], runs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One training step per backbone, from the JSON of ``benchmarks/attention_pooling_step.py`` runs, by name (the
+    chapter's supervised step with the LayerAttPooler; within a run every backbone is timed in one process and
+    interleaved, so a busy machine slows them alike): per run and backbone, the trained parameters, the median
+    seconds per step and the ratio to the run's reference backbone (its first). Ratios compare within a run only.
+    ``runs`` (the chapter's ``training_runs.csv``), when given, adds each backbone's measured seconds per step in its
+    stored runs (median over runs, evaluations included) and how many runs that is."""
+    rows = []
+    for name, benchmark in benchmarks.items():
+        medians = benchmark["median_step_seconds"]
+        reference = benchmark.get("reference", next(iter(medians)))
+        rows += [{"benchmark": name, "backbone": backbone,
+                  "trained_parameters": benchmark.get("trained_parameters", {}).get(backbone),
+                  "seconds_per_step": seconds, "reference": reference,
+                  "ratio_to_reference": seconds / medians[reference]} for backbone, seconds in medians.items()]
+    table = pd.DataFrame(rows)
     if runs is not None and len(runs):
         stored = runs.groupby("backbone")["seconds_per_step"].agg(["median", "size"])
         table["stored_runs_seconds_per_step"] = table["backbone"].map(stored["median"])
