@@ -19,8 +19,9 @@ SMOKE_FIXTURES = Path(__file__).parent / "fixtures" / "smoke_results"
 # can turn that into points (measured: up to 2.7 Spearman points on the STS page's trained rows). The main fixtures
 # were made on AVX512; every other capability has its own copy, compared just as exactly. The instruction set is
 # not the whole story: an AVX-512 Xeon with AMX (2026-12-03) gave other last digits than the AVX-512 machine the main
-# fixtures come from (8 of the 23 pages, the untrained 24-pair STS scores off by up to 0.009 and trained rows by up
-# to 0.43; forcing MKL's, oneDNN's or OpenBLAS's older kernels by environment variables did not bring them back), so
+# fixtures come from (8 of the 23 pages: the untrained 24-pair STS scores off by up to 0.009, trained rows and
+# transfer accuracies by up to 0.83 in the rows shown, one of 120 test examples flipped; forcing MKL's, oneDNN's or
+# OpenBLAS's older kernels by environment variables did not bring them back), so
 # such a CPU has its own copy too (:func:`cpu_kind`), and a run passes when it equals the copy of any kind exactly.
 SMOKE_FIXTURES_CAPABILITY = "AVX512"
 SMOKE_FIXTURES_BY_CPU = Path(__file__).parent / "fixtures" / "smoke_results_by_cpu"
