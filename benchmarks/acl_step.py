@@ -28,7 +28,7 @@ from bertsent.training.aligned_contrastive import AclConfig, ContrastiveObjectiv
 from bertsent.training.glue import GlueConfig, GlueMethod, GlueObjective
 from bertsent.training.loop import adamw, make_accelerator
 from bertsent.training.self_guided import peak_memory_mib
-from interleaved import interleaved_seconds, medians as median_seconds
+from interleaved import interleaved_seconds, medians as median_seconds, training_step
 
 OBJECTIVES = {
     "ce": lambda: GlueObjective(),
@@ -38,15 +38,6 @@ OBJECTIVES = {
                                                                  measure_angle=True)),
     "acl": lambda: ContrastiveObjective(AclConfig(loss="acl_embed", gradient_gate=True)),
 }
-
-
-def one_step(method, model, optimizer, step: int) -> None:
-    batch = method.batches(step)
-    losses = method.loss(model, batch)
-    method.backward(model, losses)
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
 
 
 def main():
@@ -76,7 +67,7 @@ def main():
         method.accelerator = accelerator
         runs[name] = (method, model, adamw(model.parameters(), 5e-5, fused=True))
     names = list(OBJECTIVES)
-    seconds = interleaved_seconds(names, lambda name, step: one_step(*runs[name], step), args.rounds, args.warmup)
+    seconds = interleaved_seconds(names, lambda name, step: training_step(*runs[name], step), args.rounds, args.warmup)
     medians = median_seconds(seconds)
     ratios = {name: medians[name] / medians["ce"] for name in names}
     print(f"{args.backbone}, {args.task}, batch 32, median of {args.rounds} interleaved steps, "

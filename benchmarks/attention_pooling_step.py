@@ -5,7 +5,8 @@ NLI triplets (anchors, entailments and contradictions in one forward pass), the 
 InfoNCE, backward, clipping at 1.0, AdamW over the encoder and the pooler. The backbones are timed in the same
 process and interleaved (each round times one step of every backbone, in a rotating order), so a busy machine
 slows them alike and the ratios stay comparable; the median over the timed rounds is reported, and each backbone's
-ratio to the first one's median. The batches are the same SNLI triplets (a seeded sample) for every backbone.
+ratio to the first one's median. The batches are the same SNLI triplets for every backbone (the chapter's seeded
+subset, :class:`bertsent.experiments.attention_pooling.TrainingData`).
 
     .venv/bin/python benchmarks/attention_pooling_step.py [--backbones all-minilm-l6-v2 bert-mini-wiki gemma-3-270m]
         [--rounds 3] [--batch-size 64] [--threads 1] [--output results/benchmarks/attention_pooling_step.json]
@@ -14,23 +15,14 @@ import argparse
 import json
 import time
 
-import numpy as np
 import torch
-from bertsent.data.nli import Triplets, nli_triplets
 from bertsent.encode.backbones import load_backbone
+from bertsent.experiments.attention_pooling import TrainingData
 from bertsent.models.layer_attention import DEFAULT_POOLING, LayerAttentionModel
-from bertsent.training.attention_pooling import AttentionPoolingConfig, AttentionPoolingMethod, _parameter_groups
+from bertsent.training.attention_pooling import AttentionPoolingConfig, AttentionPoolingMethod, parameter_groups
 from bertsent.training.loop import adamw, make_accelerator
 from bertsent.training.self_guided import peak_memory_mib
-from interleaved import interleaved_seconds, medians as median_seconds
-
-
-def one_step(method, model, optimizer, step: int) -> None:
-    losses = method.loss(model, method.batches(step))
-    method.backward(model, losses)
-    torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], 1.0)
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
+from interleaved import interleaved_seconds, medians as median_seconds, training_step
 
 
 def main():
@@ -45,10 +37,7 @@ def main():
     torch.set_num_threads(args.threads)
 
     steps = args.warmup + args.rounds
-    full = nli_triplets(("snli",))
-    keep = np.random.default_rng(0).permutation(len(full))[:args.batch_size * steps]
-    triplets = Triplets([full.anchors[i] for i in keep], [full.positives[i] for i in keep],
-                          [full.negatives[i] for i in keep])
+    triplets = TrainingData(max_triplets=args.batch_size * steps).triplets()  # the chapter's seeded subset
     config = AttentionPoolingConfig(objective="supervised", pooling=DEFAULT_POOLING, batch_size=args.batch_size)
     accelerator = make_accelerator()
     runs, load_seconds, parameters = {}, {}, {}
@@ -57,14 +46,14 @@ def main():
         start = time.perf_counter()
         source = load_backbone(name)
         load_seconds[name] = time.perf_counter() - start
-        model = LayerAttentionModel(source.model, config.pooling, causal=getattr(source, "kind", "") == "causal",
-                                    skip_bos=getattr(source, "adds_bos", False)).train()
+        model = LayerAttentionModel.on_backbone(source, config.pooling).train()
         parameters[name] = sum(p.numel() for p in model.parameters() if p.requires_grad)
         method = AttentionPoolingMethod(model, source.tokenizer, config, triplets, None, None, steps)
         method.accelerator = accelerator
-        runs[name] = (method, model, adamw(_parameter_groups(model, config), config.learning_rate))
+        optimizer = adamw(parameter_groups(model, config), config.learning_rate, weight_decay=config.weight_decay)
+        runs[name] = (method, model, optimizer)
     names = list(args.backbones)
-    seconds = interleaved_seconds(names, lambda name, step: one_step(*runs[name], step), args.rounds, args.warmup)
+    seconds = interleaved_seconds(names, lambda name, step: training_step(*runs[name], step), args.rounds, args.warmup)
     medians = median_seconds(seconds)
     ratios = {name: medians[name] / medians[names[0]] for name in names}
     print(f"attention pooling ({config.pooling}, supervised), batch {args.batch_size} triplets, median of "

@@ -7,6 +7,8 @@ import statistics
 import time
 from typing import Callable
 
+import torch
+
 
 def interleaved_seconds(names: list[str], step: Callable[[str, int], object], rounds: int,
                         warmup: int = 1) -> dict[str, list[float]]:
@@ -24,3 +26,13 @@ def interleaved_seconds(names: list[str], step: Callable[[str, int], object], ro
 
 def medians(seconds: dict[str, list[float]]) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in seconds.items()}
+
+
+def training_step(method, model, optimizer, step: int) -> None:
+    """One step of a :class:`bertsent.training.loop.Method` as the loop takes it, without its bookkeeping: batch,
+    loss, the method's backward, clipping at 1.0, the optimizer's update."""
+    losses = method.loss(model, method.batches(step))
+    method.backward(model, losses)
+    torch.nn.utils.clip_grad_norm_(method.trainable_parameters(model), 1.0)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)

@@ -121,6 +121,15 @@ def test_step_time_table_ratios_within_each_run_and_medians_of_the_stored_runs()
     assert "stored_runs" not in ap.step_time_table({"a": first})
 
 
+def test_step_benchmarks_reads_every_stored_run_by_name(tmp_path):
+    (tmp_path / "attention_pooling_step.json").write_text(json.dumps({"median_step_seconds": {"a": 1.0}}))
+    (tmp_path / "attention_pooling_step_mpnet.json").write_text(json.dumps({"median_step_seconds": {"b": 2.0}}))
+    (tmp_path / "acl_step.json").write_text("{}")  # another benchmark's: not read
+    found = ap.step_benchmarks(tmp_path)
+    assert list(found) == ["attention_pooling_step", "attention_pooling_step_mpnet"]
+    assert found["attention_pooling_step_mpnet"]["median_step_seconds"] == {"b": 2.0}
+
+
 def test_geometry_and_search_claims_means_over_seeds_with_lent_spread():
     from bertsent.report.claims import Spread, judge, seed_noise
 

@@ -104,9 +104,7 @@ class Run:
 
         _, directory = self._locate(need_model=True)
         source = load_backbone(self.backbone)
-        model = LayerAttentionModel(source.model, self.config.pooling,
-                                    causal=getattr(source, "kind", "transformer") == "causal",
-                                    skip_bos=getattr(source, "adds_bos", False))
+        model = LayerAttentionModel.on_backbone(source, self.config.pooling)
         weights = directory / "best.pt"
         state = torch.load(weights if weights.is_file() else directory / "checkpoint.pt", map_location="cpu",
                            weights_only=False)
@@ -131,8 +129,7 @@ def untrained(backbone: str):
     from ..models.layer_attention import LayerAttentionModel
 
     source = load_backbone(backbone)
-    model = LayerAttentionModel(source.model, "cls_last", causal=getattr(source, "kind", "transformer") == "causal",
-                                skip_bos=getattr(source, "adds_bos", False))
+    model = LayerAttentionModel.on_backbone(source, "cls_last")
     return model.eval(), source.tokenizer
 
 
@@ -475,6 +472,17 @@ def run_overhead(run: Run, sentences: list[str], repeats: int = 3) -> pd.DataFra
                 "max_length": run.config.max_length}
     return run.evaluation("overhead", settings, lambda model, tokenizer: pd.DataFrame(
         [encoding_overhead(model, tokenizer, sentences, repeats, max_length=run.config.max_length)]))
+
+
+def step_benchmarks(directory=None) -> dict[str, dict]:
+    """Every ``benchmarks/attention_pooling_step.py`` run stored under ``directory`` (default ``results/benchmarks``,
+    files ``attention_pooling_step*.json``), by file name: what :func:`step_time_table` reads."""
+    import json
+
+    from ..paths import RESULTS_DIR
+
+    folder = Path(directory) if directory else RESULTS_DIR / "benchmarks"
+    return {path.stem: json.loads(path.read_text()) for path in sorted(folder.glob("attention_pooling_step*.json"))}
 
 
 def step_time_table(benchmarks: dict[str, dict], runs: pd.DataFrame | None = None) -> pd.DataFrame:

@@ -183,6 +183,14 @@ class LayerAttentionModel(nn.Module):
         self.causal, self.skip_bos = bool(causal), bool(skip_bos)
         self.pooler = LayerAttentionPooler(text_config.hidden_size, text_config.num_hidden_layers + 1, pooling)
 
+    @classmethod
+    def on_backbone(cls, source, pooling: str = DEFAULT_POOLING) -> "LayerAttentionModel":
+        """The model on a loaded backbone (:func:`bertsent.encode.backbones.load_backbone`'s result): a causal one
+        (``source.kind == "causal"``) reads its last token, and leaves BOS out of the means where its tokenizer
+        adds one (``source.adds_bos``)."""
+        return cls(source.model, pooling, causal=getattr(source, "kind", "transformer") == "causal",
+                   skip_bos=getattr(source, "adds_bos", False))
+
     @property
     def pooling(self) -> str:
         return self.pooler.pooling

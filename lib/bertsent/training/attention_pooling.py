@@ -40,7 +40,7 @@ from .loop import LoopSettings, Method, adamw, make_accelerator, seed_everything
 METHOD_VERSION = 1  # bump when the maths changes
 
 __all__ = ["AttentionPoolingConfig", "AttentionPoolingMethod", "AttentionPoolingResult", "dev_score",
-           "dropout_views", "epoch_batches", "train_attention_pooling"]
+           "dropout_views", "epoch_batches", "parameter_groups", "train_attention_pooling"]
 
 
 @dataclass
@@ -168,7 +168,8 @@ def dropout_views(model, tokens) -> tuple[torch.Tensor, torch.Tensor]:
     return view1, view2
 
 
-def _parameter_groups(model: LayerAttentionModel, config: AttentionPoolingConfig) -> list[dict]:
+def parameter_groups(model: LayerAttentionModel, config: AttentionPoolingConfig) -> list[dict]:
+    """AdamW's groups: the encoder's trainable parameters, and the pooler's at ``pooler_learning_rate`` if set."""
     encoder = [p for p in model.encoder.parameters() if p.requires_grad]
     pooler = [p for p in model.pooler.parameters() if p.requires_grad]
     groups = [{"params": encoder, "weight_decay": config.weight_decay}]
@@ -215,9 +216,7 @@ def train_attention_pooling(backbone: str, output_dir: str | Path, config: Atten
     accelerator = make_accelerator()
     seed_everything(config.seed)
     source = backbone_object or load_backbone(backbone)
-    causal = getattr(source, "kind", "transformer") == "causal"
-    model = LayerAttentionModel(source.model, config.pooling, causal=causal,
-                                skip_bos=getattr(source, "adds_bos", False))
+    model = LayerAttentionModel.on_backbone(source, config.pooling)
     tokenizer = source.tokenizer
     if not any(p.requires_grad for p in model.parameters()):
         raise ValueError("Nothing to train: every parameter is frozen.")
@@ -229,7 +228,7 @@ def train_attention_pooling(backbone: str, output_dir: str | Path, config: Atten
     total_steps = steps_per_epoch * config.epochs
     if config.max_steps:
         total_steps = min(total_steps, config.max_steps)
-    optimizer = adamw(_parameter_groups(model, config), config.learning_rate, weight_decay=config.weight_decay)
+    optimizer = adamw(parameter_groups(model, config), config.learning_rate, weight_decay=config.weight_decay)
     scheduler = warmup_schedule(optimizer, int(config.warmup_ratio * total_steps), total_steps)
     method = AttentionPoolingMethod(model, tokenizer, config, triplets, sentences, dev, steps_per_epoch)
     run = train_loop(method, model, optimizer, scheduler, LoopSettings(
