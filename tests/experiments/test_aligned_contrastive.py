@@ -306,6 +306,26 @@ def test_depth_comparison_reads_the_deep_models_middle_exit_against_the_shallow_
     assert claims["verdict"].iloc[0] == "not reproduced"
 
 
+def test_deep_exit_claims_compare_acl_cl_with_joint_ce_on_the_deep_backbone_only():
+    deep = _exits()
+    claims = acl.deep_exit_claims(deep, "big")
+    assert set(claims["claim"].dropna()) == {"big: acl_cl > joint", "big: gain of acl_cl over joint: shallow half > deep half"}
+    assert (claims["model"] == "big").all() and claims["exit"].dropna().tolist() == [1, 2, 3, 4]  # no kd rows
+    assert claims.loc[claims["exit"] == 1, "our_effect"].iloc[0] == pytest.approx(6.0)
+    pd.testing.assert_series_equal(claims["our_effect"],
+                                   acl.multi_exit_claims(acl.exit_table(deep), deep, against=("joint",))["our_effect"])
+    assert not len(acl.deep_exit_claims(deep[deep["mode"] == "acl_cl"], "big"))  # no joint CE on it: nothing to judge
+    assert not len(acl.deep_exit_claims(pd.DataFrame(), "big"))
+
+
+def test_deep_exit_sentence_names_the_floor_the_compared_exit_and_the_shallow_claim():
+    deep = _exits().assign(at_majority_class=lambda t: t["exit"] == 1)
+    sentence = acl.deep_exit_sentence(acl.deep_exit_claims(deep, "big"), deep_exit=3)
+    assert sentence.startswith("- big, SST-2: exit 1 sits at the majority class in both modes;")
+    assert "at exit 3 ACL-CL minus joint CE is +2.00" in sentence and "at exit 4 ACL-CL minus joint CE is +2.00" in sentence
+    assert "shallow-half gain minus the deep-half gain is +4.00 (reproduced)" in sentence
+
+
 def test_step_cost_is_a_ratio_to_ce_from_the_benchmark():
     table = acl.step_cost_table({"median_step_seconds": {"ce": 0.5, "acl_embed": 0.6, "acl": 1.0}}).set_index("objective")
     assert table["ratio_to_ce"].tolist() == [1.0, pytest.approx(1.2), 2.0]

@@ -206,3 +206,33 @@ def test_acl_claims_equal_the_pages_own_claims():
     per_exit = exits[exits["exit"].notna()]
     assert {f"{claim} (exit {exit_})" for claim, exit_ in zip(per_exit["claim"], per_exit["exit"])} <= set(summary.index)
     assert "gain of acl_cl over joint: shallow half > deep half" in summary.index  # no exit: no label
+
+
+def test_acl_claims_add_the_deep_backbones_claims_named_from_the_run_record(tmp_path):
+    """Where the multi-exit page ran a deep backbone (deep_exit_runs.csv), the chapter's claims add the depth
+    comparison and ACL-CL against joint CE at every deep exit, with the backbones its run record names; without
+    the record they cannot be named, and the error says which page to run."""
+    import shutil
+    from pathlib import Path
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "smoke_results"
+    for page in ("acl_gradient_angles", "acl_glue", "acl_multi_exit"):
+        shutil.copytree(fixtures / page, tmp_path / page)
+    folder = tmp_path / "acl_multi_exit" / "aligned-contrastive"
+    shallow = pd.read_csv(folder / "exit_runs.csv")
+    deep = pd.concat([shallow.assign(exit=shallow["exit"] + 4 * block) for block in (0, 1)], ignore_index=True)
+    deep = deep.assign(score=deep["score"] + deep["exit"], accuracy=deep["accuracy"] + deep["exit"])
+    deep[deep["mode"] != "kd"].to_csv(folder / "deep_exit_runs.csv", index=False)
+    with pytest.raises(overview.MissingResults, match="acl_multi_exit"):
+        overview.chapter_claims("aligned-contrastive", tmp_path, per_page=True)
+    (tmp_path / "acl_multi_exit" / "runs").mkdir()
+    (tmp_path / "acl_multi_exit" / "runs" / "acl_multi_exit.json").write_text(json.dumps(
+        {"parameters": {"backbone": "small", "deep_backbone": "big", "deep_exit": 3}}))
+    tables = overview.chapter_claims("aligned-contrastive", tmp_path, per_page=True)
+    depth = tables["aligned-contrastive/depth_claims.csv"]
+    assert depth["claim"].tolist() == ["big exit 3 (acl_cl) >= small (4 layers, joint)"]
+    deep_claims = tables["aligned-contrastive/deep_exit_claims.csv"]
+    assert set(deep_claims["exit"].dropna()) == set(range(1, 9)) and (deep_claims["model"] == "big").all()
+    assert not deep_claims["claim"].str.contains("kd").any()
+    summary = overview.chapter_summary(tables, "aligned-contrastive")
+    assert "big: acl_cl > joint (exit 8)" in summary.index and "acl_cl > joint (exit 4)" in summary.index

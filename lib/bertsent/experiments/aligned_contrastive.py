@@ -601,7 +601,8 @@ def depth_claims(deep_exits: pd.DataFrame, shallow_exits: pd.DataFrame, deep_exi
     """The claim "the 6th exit of a 12-layer multi-exit model trained with ACL-CL matches or beats a 6-layer model":
     per task, the deep backbone's exit ``deep_exit`` under ``deep_mode`` minus the shallow backbone's last exit under
     ``shallow_mode``, against the seed noise of the two means. "Matches or beats": *reproduced* (beyond the noise,
-    above) or *within noise* (matches) both agree with the paper; *not reproduced* means the exit is worse."""
+    above) or *within noise* (matches) both agree with the paper; *not reproduced* means the exit is worse. How much
+    of that lead is ACL-CL's and how much the deeper backbone's is :func:`deep_exit_claims`' question."""
     rows = []
     for task in list(dict.fromkeys(deep_exits["task"])):
         deep = _exit_scores(deep_exits, task, deep_mode, deep_exit)
@@ -683,6 +684,17 @@ def multi_exit_claims(per_exit: pd.DataFrame, exits: pd.DataFrame, mode: str = "
     :func:`shallow_gain_claim` on ``exits`` (the per-run rows), with ``exit`` an integer column (blank on the
     shallow-gain rows, which span every exit)."""
     return joined_exit_claims(exit_claims(per_exit, mode, against), shallow_gain_claim(exits, mode, against[0]))
+
+
+def deep_exit_claims(deep_exits: pd.DataFrame, deep_backbone: str, mode: str = "acl_cl",
+                     baseline: str = "joint") -> pd.DataFrame:
+    """:func:`multi_exit_claims` on the deep backbone's runs (``mode`` against ``baseline`` only: the deep model is
+    not trained with every mode), each claim named with ``deep_backbone``, e.g. ``all-mpnet-base-v2: acl_cl >
+    joint``, and the backbone in a ``model`` column. Empty unless both modes were run on it."""
+    if not len(deep_exits) or not {mode, baseline} <= set(deep_exits["mode"]):
+        return pd.DataFrame()
+    claims = multi_exit_claims(exit_table(deep_exits), deep_exits, mode, (baseline,))
+    return claims.assign(claim=f"{deep_backbone}: " + claims["claim"], model=deep_backbone)
 
 
 def joined_exit_claims(per_exit_claims: pd.DataFrame, shallow_claims: pd.DataFrame) -> pd.DataFrame:
@@ -784,6 +796,30 @@ def floor_sentence(exits_by_backbone: dict) -> str:
     return "\n".join(lines)
 
 
+def deep_exit_sentence(claims: pd.DataFrame, deep_exit: int = 6) -> str:
+    """What :func:`deep_exit_claims` says, in words, per task: the exits whose comparison is *at floor*, ACL-CL's
+    effect over joint CE at ``deep_exit`` and at the last exit with their verdicts, and the shallow-half claim."""
+    lines = []
+    for task, rows in claims.groupby("task", sort=False):
+        model = rows["model"].iloc[0]
+        per_exit = rows[rows["exit"].notna()].astype({"exit": int}).set_index("exit")
+        floor = sorted(int(e) for e in per_exit.index[per_exit["verdict"] == "at floor"])
+        last = int(per_exit.index.max())
+        said = [f"{_span('exit', floor)} {'sits' if len(floor) == 1 else 'sit'} at the majority class in both modes"
+                if floor else "no exit sits at the majority class in both modes"]
+        for exit_ in dict.fromkeys(e for e in (deep_exit, last) if e in per_exit.index):
+            row = per_exit.loc[exit_]
+            said.append(f"at exit {exit_} ACL-CL minus joint CE is {row['our_effect']:+.2f} "
+                        f"(tolerance {row['tolerance']:.2f}: {row['verdict']})")
+        shallow = rows[rows["exit"].isna()]
+        if len(shallow):
+            row = shallow.iloc[0]
+            said.append(f"the shallow-half gain minus the deep-half gain is {row['our_effect']:+.2f} "
+                        f"({row['verdict']})")
+        lines.append(f"- {model}, {task}: " + "; ".join(said) + ".")
+    return "\n".join(lines)
+
+
 def probe_sentence(table: pd.DataFrame) -> str:
     """What :func:`probe_table` says about the exits at the majority class, in words, per backbone and task (where
     a backbone has no fine-tuned exits: the layers whose raw probe is within half a point of that class)."""
@@ -844,7 +880,8 @@ __all__ = ["METHODS", "EXIT_MODES", "MISSING_TASKS", "acl_config", "per_task", "
            "main_table", "cost_table", "angle_table", "lambda_table", "lambda_spread", "main_claims",
            "majority_count", "lambda_claim", "TimedMultiExitObjective", "exit_grid", "exit_table",
            "exit_curve_table", "shallow_gain_claim", "exit_claims", "multi_exit_claims", "joined_exit_claims",
-           "component_claims", "depth_table", "depth_claims", "exit_probe", "probe_table", "probe_sentence",
+           "component_claims", "depth_table", "depth_claims", "deep_exit_claims", "deep_exit_sentence",
+           "exit_probe", "probe_table", "probe_sentence",
            "missing_tasks_sentence", "angle_sentence", "with_reference", "tolerance_phrase"]
 
 

@@ -205,7 +205,8 @@ def acl_claims(inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataFram
     ``acl_gradient_angles``, at the paper's 90-degree threshold), the main table's "ACL > CE, CE+SCL" and the
     component ablation from ``glue_scores.csv`` and the lambda sensitivity from ``lambda_sensitivity.csv``
     (``acl_glue``; a one-seed lambda point borrows ACL's seed spread on that task, as the page does), and the
-    multi-exit claims from ``exit_scores.csv`` and ``exit_runs.csv`` (``acl_multi_exit``)."""
+    multi-exit claims from ``exit_scores.csv`` and ``exit_runs.csv`` (``acl_multi_exit``), with its deep backbone's
+    claims where it ran one (:func:`_deep_exit_claims`)."""
     from . import aligned_contrastive as acl
 
     folder = "aligned-contrastive"
@@ -216,11 +217,36 @@ def acl_claims(inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataFram
     exits = read_results("acl_multi_exit", f"{folder}/exit_runs.csv", inputs_dir, per_page)
     lambda_tasks = list(dict.fromkeys(sensitivity["task"]))
     reference = acl.with_reference(scores[scores["task"].isin(lambda_tasks)])
-    return {f"{folder}/gradient_angles_claims.csv": acl.angle_claims(angles),
-            f"{folder}/glue_claims.csv": acl.main_claims(scores),
-            f"{folder}/component_claims.csv": acl.component_claims(scores),
-            f"{folder}/lambda_claims.csv": acl.lambda_claim(sensitivity, reference=reference),
-            f"{folder}/exit_claims.csv": acl.multi_exit_claims(per_exit, exits)}
+    tables = {f"{folder}/gradient_angles_claims.csv": acl.angle_claims(angles),
+              f"{folder}/glue_claims.csv": acl.main_claims(scores),
+              f"{folder}/component_claims.csv": acl.component_claims(scores),
+              f"{folder}/lambda_claims.csv": acl.lambda_claim(sensitivity, reference=reference),
+              f"{folder}/exit_claims.csv": acl.multi_exit_claims(per_exit, exits)}
+    return {**tables, **_deep_exit_claims(exits, inputs_dir, per_page)}
+
+
+def _deep_exit_claims(exits: pd.DataFrame, inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataFrame]:
+    """The multi-exit page's claims on its deep backbone, when it ran one (``deep_exit_runs.csv``): the depth
+    comparison and ACL-CL against joint CE at every deep exit, with the backbones and the exit compared named as the
+    page's run record gives them (``runs/acl_multi_exit.json``)."""
+    from . import aligned_contrastive as acl
+
+    page, folder = "acl_multi_exit", "aligned-contrastive"
+    if not _path(page, f"{folder}/deep_exit_runs.csv", inputs_dir, per_page).is_file():
+        return {}
+    deep_exits = read_results(page, f"{folder}/deep_exit_runs.csv", inputs_dir, per_page)
+    record = _path(page, f"runs/{page}.json", inputs_dir, per_page)
+    if not record.is_file():
+        raise MissingResults(f"{record} is missing: the multi-exit page's run record names its backbones; run the "
+                             f"page first (python -m bertsent.book run {page} --profile quick)")
+    parameters = json.loads(record.read_text())["parameters"]
+    deep, shallow, deep_exit = parameters["deep_backbone"], parameters["backbone"], int(parameters["deep_exit"])
+    tables = {f"{folder}/depth_claims.csv": acl.depth_claims(deep_exits, exits, deep_exit, "acl_cl", "joint", deep,
+                                                               shallow)}
+    deep_checks = acl.deep_exit_claims(deep_exits, deep)
+    if len(deep_checks):
+        tables[f"{folder}/deep_exit_claims.csv"] = deep_checks
+    return tables
 
 
 CHAPTERS = {
