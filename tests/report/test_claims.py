@@ -229,6 +229,23 @@ def test_verdict_box_one_line_per_claim_in_a_myst_admonition():
     assert "4 claims: 1 reproduced, 1 not reproduced, 1 within noise, 1 noise not measured." in lines
 
 
+def test_verdict_box_labels_lines_with_numeric_columns_when_asked():
+    """Per-exit claims differ only by their exit, a number the box leaves out unless ``label_with`` names it (an
+    exit read back from a CSV as 2.0 reads ``exit 2``); a row without one gets no label."""
+    from bertsent.report.claims import Noise, claims_table, judge, verdict_box
+
+    noise = Noise(1.0, "2 vs 2", "test")
+    table = claims_table([judge("acl_cl > joint", ours=0.5, noise=noise, task="SST-2", exit=exit_) for exit_ in (1, 2)]
+                         + [judge("gain: shallow > deep", ours=3.0, noise=noise, task="SST-2")])
+    table["exit"] = table["exit"].astype(float)
+    plain = [line for line in verdict_box(table).splitlines() if line.startswith("- ")]
+    assert plain[0] == plain[1]
+    labelled = [line for line in verdict_box(table, label_with=("exit",)).splitlines() if line.startswith("- ")]
+    assert labelled[0].startswith("- acl_cl > joint (exit 1) (SST-2): ")
+    assert labelled[1].startswith("- acl_cl > joint (exit 2) (SST-2): ")
+    assert labelled[2].startswith("- gain: shallow > deep (SST-2): ")
+
+
 def test_verdict_box_is_empty_without_claims():
     from bertsent.report.claims import verdict_box
 

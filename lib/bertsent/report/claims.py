@@ -329,8 +329,11 @@ def _effect(value: float, digits: int) -> str:
 
 
 def _label_value(column: str, value) -> str:
-    """A label column's value as it reads in a claim's label: a number says what it counts (``exit 2``)."""
-    return f"{column} {value}" if isinstance(value, numbers.Number) else str(value)
+    """A label column's value as it reads in a claim's label: a number says what it counts (``exit 2``; a whole
+    number read back from a CSV as 2.0 reads 2)."""
+    if isinstance(value, numbers.Number):
+        return f"{column} {int(value) if float(value).is_integer() else value}"
+    return str(value)
 
 
 def claims_summary(*tables: pd.DataFrame, label_with: Iterable[str] = ("train_data",), digits: int = 2) -> pd.DataFrame:
@@ -372,19 +375,24 @@ def _context_label(row: pd.Series, columns: Iterable[str]) -> str:
     return f" ({', '.join(values)})" if values else ""
 
 
-def verdict_line(row: pd.Series, context: Iterable[str] = (), digits: int = 2) -> str:
-    """One claim as a line of the verdict box: the claim, our effect against the paper's, the tolerance, the verdict."""
+def verdict_line(row: pd.Series, context: Iterable[str] = (), digits: int = 2, label_with: Iterable[str] = ()) -> str:
+    """One claim as a line of the verdict box: the claim, our effect against the paper's, the tolerance, the verdict.
+    ``label_with``: columns added to the label where the row has a value, as :func:`claims_summary` adds them (a
+    number with its column's name: ``(exit 2)``)."""
     paper = "a direction, no number" if pd.isna(row["paper_effect"]) else _effect(row["paper_effect"], digits)
     tolerance = ("not measured" if pd.isna(row["tolerance"])
                  else f"±{row['tolerance']:.{digits}f}")
-    return (f"{row['claim']}{_context_label(row, context)}: ours {_effect(row['our_effect'], digits)} vs the paper's "
-            f"{paper}, tolerance {tolerance}: **{row['verdict']}**")
+    labels = "".join(f" ({_label_value(column, row[column])})" for column in label_with
+                     if column in row and pd.notna(row[column]))
+    return (f"{row['claim']}{labels}{_context_label(row, context)}: ours {_effect(row['our_effect'], digits)} vs the "
+            f"paper's {paper}, tolerance {tolerance}: **{row['verdict']}**")
 
 
-def verdict_box(*tables: pd.DataFrame, title: str = "Verdict", digits: int = 2) -> str:
+def verdict_box(*tables: pd.DataFrame, title: str = "Verdict", digits: int = 2, label_with: Iterable[str] = ()) -> str:
     """The verdict box that ends a page: a MyST admonition (Markdown text) with one line per claim of ``tables``
     (claims tables, :func:`claims_table`), then a count of the verdicts. Rows without a claim (:data:`NO_CLAIM`)
-    are left out; with no claim at all the box is empty text (show nothing).
+    are left out; with no claim at all the box is empty text (show nothing). ``label_with``: as for
+    :func:`verdict_line` (e.g. ``("exit",)`` tells a multi-exit page's per-exit lines apart).
 
     >>> table = claims_table([judge("a > b", ours=3.0, paper=4.0, noise=Noise(1.0, "3 vs 3", "test"), backbone="m")])
     >>> print(verdict_box(table))
@@ -403,7 +411,7 @@ def verdict_box(*tables: pd.DataFrame, title: str = "Verdict", digits: int = 2) 
         for _, row in table.iterrows():
             if row["verdict"] == NO_CLAIM:
                 continue
-            lines.append(f"- {verdict_line(row, context, digits)}")
+            lines.append(f"- {verdict_line(row, context, digits, label_with)}")
             counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1
     if not lines:
         return ""
