@@ -86,3 +86,51 @@ def test_the_exits_are_the_heads_a_head_learning_rate_reaches(tiny_path):
     heads = [names[id(p)] for g in decay_parameter_groups(model, 0.01, 1e-3)[2:] for p in g["params"]]
     assert heads and all(n.startswith("exits.") for n in heads)
     assert len(heads) == sum(1 for n in names.values() if n.startswith("exits."))
+
+
+def test_every_exit_has_its_own_weights(tiny_path):
+    """Each exit is a separate head: no parameter is shared between two exits, they start from different draws,
+    and a change to one exit's weights leaves the others' logits alone."""
+    model = MultiExitClassifier(tiny_path, num_labels=2).eval()
+    per_exit = [list(head.parameters()) for head in model.exits]
+    pointers = [{p.data_ptr() for p in params} for params in per_exit]
+    for i in range(len(pointers)):
+        for j in range(i):
+            assert not pointers[i] & pointers[j], f"exits {j + 1} and {i + 1} share parameters"
+    assert len(list(model.exits.parameters())) == sum(len(params) for params in per_exit), \
+        "the exits' parameters are fewer than the heads' (a head is shared)"
+    weights = [head.classifier.weight for head in model.exits]
+    assert not torch.allclose(weights[0], weights[1]), "exits 1 and 2 start from the same classifier weights"
+    ids = torch.randint(1, 100, (4, 6), generator=torch.Generator().manual_seed(3))
+    mask = torch.ones_like(ids)
+    with torch.no_grad():
+        before = model(ids, mask).exit_logits
+        model.exits[0].classifier.bias.add_(1.0)
+        after = model(ids, mask).exit_logits
+    assert not torch.allclose(after[0], before[0])
+    assert torch.equal(after[1:], before[1:]), "changing exit 1's weights changed a later exit's logits"
+
+
+def test_an_exits_representation_is_read_before_its_dropout(tmp_path):
+    """exit_features[l] is the exit's pooled state tanh(pooler(cls_l)), the classifier's input before dropout:
+    in training mode (encoder dropout off, exit dropout 0.5) it is not zeroed or rescaled, while the logits are."""
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=100, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=32, max_position_embeddings=32, hidden_dropout_prob=0.0,
+                         attention_probs_dropout_prob=0.0, classifier_dropout=0.5),
+              add_pooling_layer=False).save_pretrained(tmp_path)
+    model = MultiExitClassifier(str(tmp_path), num_labels=3).train()
+    ids = torch.randint(1, 100, (6, 7), generator=torch.Generator().manual_seed(0))
+    mask = torch.ones_like(ids)
+    torch.manual_seed(1)
+    out = model(ids, mask)
+    states = model.cls_states(ids, mask)  # deterministic: the encoder has no dropout
+    for l, (head, state) in enumerate(zip(model.exits, states)):
+        pooled = torch.tanh(head.pooler(state))
+        assert torch.allclose(out.exit_features[l], pooled, atol=1e-6), \
+            f"exit {l + 1}'s representation is not its pooled state before dropout (dropout applied to it?)"
+    # the dropout is there, between the representation and the classifier
+    torch.manual_seed(2)
+    assert not torch.allclose(model(ids, mask).exit_logits, out.exit_logits), "no dropout before the classifier"
