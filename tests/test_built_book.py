@@ -70,3 +70,38 @@ def test_executed_notebooks_have_outputs_and_no_errors():
         assert all(c.get("execution_count") for c in code), f"{path.name} has unexecuted cells"
         errors = [o for c in code for o in c.get("outputs", []) if o.get("output_type") == "error"]
         assert not errors, f"{path.name}: {errors[0].get('ename')}: {errors[0].get('evalue')}"
+
+
+def figure_functions() -> set[str]:
+    """The names of the book's figure functions: every :func:`bertsent.report.plots.page_figure` one and the
+    teaching page's (:mod:`bertsent.report.toy_plots`)."""
+    import inspect
+
+    from bertsent.report import plots, toy_plots
+
+    names = {name for name, f in vars(plots).items() if callable(f) and hasattr(f, "__wrapped__")}
+    names |= {name for name, f in vars(toy_plots).items()
+              if inspect.isfunction(f) and f.__module__ == toy_plots.__name__ and not name.startswith("_")}
+    return names
+
+
+def test_every_plot_cell_of_an_executed_page_shows_a_figure():
+    """A code cell that draws a figure has an image among its outputs. Before the fix of ``page_figure`` a page
+    showed only its first figure: the isotropy page 1 of its 4, the multi-exit page not its quality-speed curve."""
+    import re
+
+    names = figure_functions()
+    assert {"anisotropy_curves", "quality_speed", "circle_embeddings"} <= names
+    draws = re.compile(r"(?<!def )\b(?:" + "|".join(sorted(names)) + r")\(|\bplt\.show\(")
+    plot_cells, missing = 0, []
+    for path in sorted((REPO_ROOT / "book").rglob("*.ipynb")):
+        if path.name.endswith(".running.ipynb") or ".ipynb_checkpoints" in path.parts:
+            continue
+        for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
+            if cell.cell_type != "code" or not draws.search(cell.source):
+                continue
+            plot_cells += 1
+            if not any("image/png" in output.get("data", {}) for output in cell.get("outputs", [])):
+                missing.append(f"{path.relative_to(REPO_ROOT)} cell {index}: {draws.search(cell.source).group(0)}")
+    assert plot_cells >= 20  # every page that draws is looked at
+    assert not missing, "plot cells without a figure (re-execute the page): " + "; ".join(missing)

@@ -188,3 +188,32 @@ def test_sts_main_figure_bars_per_readout_seed_error_bars_and_paper_marks():
     assert [t.get_text() for t in figure.legends[0].get_texts()] == ["the paper (BERT-base)"]
     assert_legible(figure)
     plt.close(figure)
+
+
+def test_every_figure_a_notebook_draws_is_shown_once(tmp_path):
+    """In a notebook (papermill, IPython's inline backend, as the runner executes pages), each figure of
+    :func:`plots.page_figure` is displayed in the cell that draws it, once, and so is a plain matplotlib figure drawn
+    after one: the first figure of a notebook loads the inline backend inside ``rc_context``, whose exit used to
+    turn interactive mode off again, so that only the page's first figure was shown."""
+    import nbformat
+    import papermill
+
+    from bertsent import book
+
+    cells = ["import matplotlib.pyplot as plt\nfrom bertsent.report import plots\n\n"
+             "@plots.page_figure\ndef line(y):\n    figure, ax = plt.subplots(figsize=(3, 2))\n"
+             "    ax.plot([0, 1], [0, y])\n    return figure",
+             "line(1);",
+             "line(2);",
+             "for y in (3, 4):\n    line(y)",
+             "figure, ax = plt.subplots(figsize=(3, 2))\nax.plot([0, 1], [1, 0]);",
+             "print(len(plt.get_fignums()))"]
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, tmp_path / "figures.ipynb")
+    papermill.execute_notebook(str(tmp_path / "figures.ipynb"), str(tmp_path / "out.ipynb"), kernel_name="python3",
+                               progress_bar=False, kernel_manager_class=book._local_kernel_manager())
+    executed = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells
+    images = [sum("image/png" in o.get("data", {}) for o in cell.outputs) for cell in executed]
+    assert images == [0, 1, 1, 2, 1, 0]
+    assert executed[-1].outputs[0]["text"].strip() == "0"  # every figure closed once shown

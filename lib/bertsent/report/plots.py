@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import math
 
+import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -19,12 +20,32 @@ PAGE_RC = {"font.size": MIN_FONT, "axes.titlesize": 11, "axes.labelsize": MIN_FO
            "figure.titlesize": 12}
 
 
+def _inline_backend() -> bool:
+    """Whether figures go to a notebook (IPython's inline backend), where a page shows what is displayed."""
+    return "inline" in str(plt.get_backend()).lower()
+
+
 def page_figure(function):
-    """Build the figure under :data:`PAGE_RC` (legible sizes at the page's width)."""
+    """Build the figure under :data:`PAGE_RC` (legible sizes at the page's width); in a notebook, display it there
+    and close it.
+
+    A notebook's first figure loads IPython's inline backend, which turns interactive mode on; leaving
+    :func:`matplotlib.pyplot.rc_context` used to restore interactive mode to off, so that no later figure of the
+    page (not even a plain ``plt.subplots()``) was shown. The mode the backend set is kept, and each figure is
+    displayed where it is drawn and then closed: shown once, in order, and not piling up in memory. Outside a
+    notebook the figure stays open for the caller (tests, scripts)."""
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
         with plt.rc_context(PAGE_RC):
-            return function(*args, **kwargs)
+            figure = function(*args, **kwargs)
+            interactive = matplotlib.is_interactive()
+            if _inline_backend() and isinstance(figure, plt.Figure):
+                from IPython.display import display
+
+                display(figure)
+                plt.close(figure)
+        matplotlib.interactive(interactive)
+        return figure
     return wrapper
 
 
