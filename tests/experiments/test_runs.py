@@ -147,7 +147,9 @@ def test_a_page_that_needs_the_model_retrains_and_says_so(fake_training, tmp_pat
 
 def test_store_keeps_one_file_per_evaluation_setting(tmp_path):
     stored = StoredRun.at("sg", "k", tmp_path)
-    stored.record({"summary": {"steps": 1}}, pd.DataFrame({"step": [0]}))
+    stored.record({"summary": {"steps": 1}, "identity": {}, "method_versions": {}, "best_step": 0, "best_dev": 1.0,
+                   "dev_step0": None, "seconds": 1.0, "backbone": "m", "config": {}, "step": 1},
+                  pd.DataFrame({"step": [0]}))  # the fields every SG run's train.json has (store.TRAIN_SCHEMA)
     stored.add_scores("sts_cls", {"pairs": 24}, pd.DataFrame({"spearman": [1.0]}))
     stored.add_scores("sts_cls", {"pairs": 1379}, pd.DataFrame({"spearman": [2.0]}))
     assert stored.scores("sts_cls", {"pairs": 24})["spearman"].tolist() == [1.0]
