@@ -170,3 +170,211 @@ def test_a_reused_objective_logs_each_fine_tuning_on_its_own(tiny_bert):
     second = finetune_glue(tiny_bert, "RTE", GlueConfig(**SMALL), objective=objective)
     assert first["measured_steps"] == second["measured_steps"] == 2
     assert first["angle_mean"] == pytest.approx(second["angle_mean"])  # same seed, same run
+
+
+# --- how the trainers wire the losses (issue 37: each test below fails with one wiring mistake put back) -------
+
+class TwoPart(torch.nn.Module):
+    """An encoder vector w and a classifier weight v: CE = w . a + v c, contrastive = w . b + v d."""
+
+    def __init__(self):
+        super().__init__()
+        self.bert = torch.nn.Linear(2, 1, bias=False)
+        self.classifier = torch.nn.Linear(1, 1, bias=False)
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_the_gradient_angle_is_measured_on_the_encoder_only(processes):
+    """Encoder gradients 45 degrees apart, classifier gradients opposed: the default angle (the encoder's) is 45
+    and the term is kept; over every parameter it would be above 90 and dropped."""
+    a, b, c, d = [1.0, 0.0], [1.0, 1.0], 1.0, -5.0
+    every = math.degrees(math.acos((1 * 1 + 0 * 1 + c * d) / (math.sqrt(1 + c * c) * math.sqrt(2 + d * d))))
+    assert every > 90
+    for config, expected in [(AclConfig(), 45.0), (AclConfig(angle_parameters="encoder"), 45.0),
+                             (AclConfig(angle_parameters="all"), every)]:
+        model = TwoPart()
+        w, v = model.bert.weight[0], model.classifier.weight[0, 0]
+        ce, term = w @ torch.tensor(a) + v * c, w @ torch.tensor(b) + v * d
+        losses = {"ce": ce, "contrastive": term, "loss": ce + config.weight * term}
+        accelerator = SimpleNamespace(num_processes=processes, scaler=None, backward=lambda loss: loss.backward())
+        objective = ContrastiveObjective(config)
+        objective.backward(SimpleNamespace(accelerator=accelerator), model, losses)
+        assert objective.last["angle"] == pytest.approx(expected, abs=1e-4), \
+            f"angle_parameters={config.angle_parameters!r} measured {objective.last['angle']:.2f} degrees, " \
+            f"expected {expected:.2f} (45: the encoder's gradients; {every:.2f}: every parameter's)"
+        assert objective.last["dropped"] == (expected > 90)
+
+
+def head_model(tmp_path, left_to_right: bool):
+    """A tiny BERT classifier ([CLS] -> pooler -> dropout -> linear) or a left-to-right one (last token ->
+    dropout -> linear), with its head's dropout at 0.5."""
+    from transformers import BertConfig, BertModel
+
+    from bertsent.models.classifiers import sequence_classifier
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=60, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=32, hidden_dropout_prob=0.5,
+                        classifier_dropout=0.5, is_decoder=left_to_right)
+    BertModel(config, add_pooling_layer=not left_to_right).save_pretrained(tmp_path)
+    return sequence_classifier(str(tmp_path))
+
+
+@pytest.mark.parametrize("left_to_right", [False, True])
+def test_acl_reads_the_representation_before_the_heads_dropout_in_training(tmp_path, monkeypatch, left_to_right):
+    """In training mode (the encoder held in eval mode so that it is deterministic), h is the pooled state the
+    classifier's dropout receives, not what comes out of it."""
+    import bertsent.training.aligned_contrastive as acl
+    from bertsent.models.classifiers import LastTokenClassifier
+
+    model = head_model(tmp_path, left_to_right)
+    assert isinstance(model, LastTokenClassifier) == left_to_right
+    model.train()
+    model.bert.eval()
+    ids = torch.randint(1, 60, (6, 7), generator=torch.Generator().manual_seed(0))
+    mask = torch.ones_like(ids)
+    mask[0, 4:] = 0
+    batch = {"input_ids": ids, "attention_mask": mask, "labels": torch.tensor([0, 1, 0, 1, 1, 0])}
+    seen = []
+    original = acl.acl_embed_loss
+    monkeypatch.setattr(acl, "acl_embed_loss", lambda f, y, l, t: seen.append(f) or original(f, y, l, t))
+    torch.manual_seed(1)
+    ContrastiveObjective(AclConfig()).loss(model, batch)
+    with torch.no_grad():
+        if left_to_right:
+            states = model.bert(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state
+            expected = states[torch.arange(len(ids)), mask.sum(1) - 1]
+        else:
+            expected = model.bert(input_ids=ids, attention_mask=mask).pooler_output
+    features, = seen
+    assert features.shape == expected.shape
+    assert torch.allclose(features, expected, atol=1e-6), \
+        "ACL's h is not the representation the head's dropout receives (taken after the dropout?)"
+    torch.manual_seed(2)
+    first = model(**batch).logits
+    assert not torch.allclose(model(**batch).logits, first), "the head has no active dropout: the test shows nothing"
+
+
+@pytest.fixture(scope="module")
+def three_exit_path(tmp_path_factory):
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("three-exits")
+    BertModel(BertConfig(vocab_size=100, hidden_size=16, num_hidden_layers=3, num_attention_heads=2,
+                         intermediate_size=32, max_position_embeddings=32),
+              add_pooling_layer=False).save_pretrained(path)
+    return str(path)
+
+
+EXIT_BATCH = {"input_ids": torch.randint(1, 100, (6, 7), generator=torch.Generator().manual_seed(0)),
+              "attention_mask": torch.ones(6, 7, dtype=torch.long), "labels": torch.tensor([0, 1, 2, 0, 1, 2])}
+
+
+def three_exit_model(path):
+    """A 3-exit model in eval mode (the objective's forward pass and the test's give the same features), its
+    classifiers drawn large so that the exits disagree and the guidance terms are far from zero."""
+    from bertsent.models.multi_exit import MultiExitClassifier
+
+    torch.manual_seed(1)
+    model = MultiExitClassifier(path, num_labels=3).eval()
+    with torch.no_grad():
+        for head in model.exits:
+            head.classifier.weight.normal_(0.0, 3.0)
+    return model
+
+
+def guided(monkeypatch, model, mode):
+    """The objective's losses and the acl_cl_loss calls it made: (losses, [(args, kwargs)]), and the model's output."""
+    import bertsent.training.aligned_contrastive as acl
+
+    calls = []
+    original = acl.acl_cl_loss
+    monkeypatch.setattr(acl, "acl_cl_loss", lambda *args, **kwargs: calls.append((args, kwargs))
+                        or original(*args, **kwargs))
+    config = MultiExitConfig(mode=mode)
+    losses = MultiExitObjective(config).loss(model, EXIT_BATCH)
+    with torch.no_grad():
+        output = model(**EXIT_BATCH)
+    return losses, calls, output, config
+
+
+def which_exit(model, weight):
+    matches = [l + 1 for l, head in enumerate(model.exits) if head.classifier.weight is weight]
+    return matches[0] if matches else None
+
+
+def expected_acl_cl(model, output, config):
+    """ACL-CL's guide as the method defines it: mean over the shallow exits l of L_CL(h^l, l^l; h^L, l^L)."""
+    from bertsent.losses import acl_cl_loss
+
+    features, last = output.exit_features, model.num_exits - 1
+    return torch.stack([acl_cl_loss(features[l], model.exits[l].classifier.weight, features[last],
+                                    model.exits[last].classifier.weight, EXIT_BATCH["labels"], config.temperature)
+                        for l in range(last)]).mean()
+
+
+def test_acl_cl_pairs_each_shallow_exit_with_its_own_label_embeddings(three_exit_path, monkeypatch):
+    model = three_exit_model(three_exit_path)
+    losses, calls, output, config = guided(monkeypatch, model, "acl_cl")
+    for l, (args, _) in enumerate(calls[:model.num_exits - 1]):
+        assert torch.allclose(args[0], output.exit_features[l], atol=1e-6), f"call {l + 1}: student is not exit {l + 1}"
+        assert args[1] is model.exits[l].classifier.weight, \
+            f"exit {l + 1}'s student label embeddings are exit {which_exit(model, args[1])}'s classifier rows"
+    assert losses["guide"].item() == pytest.approx(expected_acl_cl(model, output, config).item(), rel=1e-5)
+
+
+def test_acl_cl_is_guided_by_the_last_exit(three_exit_path, monkeypatch):
+    model = three_exit_model(three_exit_path)
+    losses, calls, output, config = guided(monkeypatch, model, "acl_cl")
+    last = model.num_exits - 1
+    assert calls, "ACL-CL made no contrastive call"
+    for l, (args, _) in enumerate(calls[:last]):
+        assert torch.allclose(args[2], output.exit_features[last], atol=1e-6), \
+            f"exit {l + 1}'s teacher features are not the last exit's"
+        assert args[3] is model.exits[last].classifier.weight, \
+            f"exit {l + 1}'s teacher label embeddings are exit {which_exit(model, args[3])}'s, not the last exit's"
+    assert losses["guide"].item() == pytest.approx(expected_acl_cl(model, output, config).item(), rel=1e-5)
+
+
+def kd_term(student, teacher):
+    """KL(softmax(teacher) || softmax(student)) by hand, batch mean (T = 1)."""
+    p = torch.softmax(teacher, dim=-1)
+    return (p * (torch.log_softmax(teacher, dim=-1) - torch.log_softmax(student, dim=-1))).sum(-1).mean()
+
+
+@pytest.mark.parametrize("mode", ["acl_cl", "kd"])
+def test_the_guide_covers_the_shallow_exits_only(three_exit_path, monkeypatch, mode):
+    """The guide is the mean over exits 1..L-1; the last exit is not guided by itself."""
+    model = three_exit_model(three_exit_path)
+    losses, calls, output, config = guided(monkeypatch, model, mode)
+    last = model.num_exits - 1
+    if mode == "acl_cl":
+        students = [next(l for l in range(model.num_exits) if torch.allclose(args[0], output.exit_features[l]))
+                    for args, _ in calls]
+        assert students == list(range(last)), f"ACL-CL guides exits {[l + 1 for l in students]}, not 1..{last}"
+        expected = expected_acl_cl(model, output, config)
+    else:
+        expected = torch.stack([kd_term(output.exit_logits[l], output.exit_logits[last]) for l in range(last)]).mean()
+    assert losses["guide"].item() == pytest.approx(expected.item(), rel=1e-5), \
+        f"{mode}'s guide is not the mean over the {last} shallow exits"
+    assert losses["loss"].item() == pytest.approx((losses["ce"] + config.weight * losses["guide"]).item(), rel=1e-6)
+
+
+def test_kd_distils_the_last_exit_into_the_shallow_ones(three_exit_path, monkeypatch):
+    """KL(p_last || p_l): the last exit is the teacher; its head gets no gradient from the guide."""
+    model = three_exit_model(three_exit_path)
+    losses, _, output, _ = guided(monkeypatch, model, "kd")
+    last = model.num_exits - 1
+    logits = output.exit_logits
+    teacher_to_student = torch.stack([kd_term(logits[l], logits[last]) for l in range(last)]).mean()
+    student_to_teacher = torch.stack([kd_term(logits[last], logits[l]) for l in range(last)]).mean()
+    assert abs(teacher_to_student - student_to_teacher) > 0.01  # the two directions differ here
+    assert losses["guide"].item() == pytest.approx(teacher_to_student.item(), rel=1e-5), \
+        f"KD guide {losses['guide'].item():.4f}: KL(p_l || p_last) is {student_to_teacher.item():.4f}, " \
+        f"KL(p_last || p_l) is {teacher_to_student.item():.4f}"
+    head = model.exits[last]
+    grads = torch.autograd.grad(losses["guide"], [model.exits[0].classifier.weight, head.classifier.weight,
+                                                  head.pooler.weight], allow_unused=True)
+    assert grads[0] is not None and grads[0].abs().sum() > 0, "the guide does not reach the first exit"
+    assert all(g is None or g.abs().sum() == 0 for g in grads[1:]), "the guide pulls the last exit (the teacher)"
