@@ -148,3 +148,80 @@ def test_a_causal_backbone_reads_its_last_token(tmp_path, tiny_bert):
     alone = loaded.encode(SENTENCES[:1])
     together = loaded.encode(SENTENCES[:1] + ["A much longer sentence that forces padding of the first one."])
     np.testing.assert_allclose(together[:1], alone, rtol=1e-4, atol=1e-5)
+
+
+# --- how the trainer wires the losses (issue 37: each test below fails with one wiring mistake put back) --------
+
+class RecordingTokenizer:
+    """Stands in for a tokenizer: each text gets its own fixed row of 6 token ids (no padding), and every call's
+    texts are recorded."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, texts, **kwargs):
+        import zlib
+
+        from transformers import BatchEncoding
+
+        self.calls.append(list(texts))
+        ids = torch.stack([torch.randint(1, 60, (6,), generator=torch.Generator().manual_seed(zlib.crc32(t.encode())))
+                           for t in texts])
+        return BatchEncoding({"input_ids": ids, "attention_mask": torch.ones_like(ids)})
+
+
+def pooling_method(config, triplets=TRIPLETS, sentences=None):
+    from types import SimpleNamespace
+
+    from transformers import BertConfig, BertModel
+
+    from bertsent.models.layer_attention import LayerAttentionModel
+    from bertsent.training.attention_pooling import AttentionPoolingMethod
+
+    torch.manual_seed(0)
+    encoder = BertModel(BertConfig(vocab_size=60, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                                   intermediate_size=32, max_position_embeddings=32), add_pooling_layer=False)
+    model = LayerAttentionModel(encoder, config.pooling)
+    method = AttentionPoolingMethod(model, RecordingTokenizer(), config, triplets, sentences, None, steps_per_epoch=2)
+    method.accelerator = SimpleNamespace(device=torch.device("cpu"), num_processes=1, process_index=0)
+    return method, model
+
+
+def test_supervised_training_contrasts_each_anchor_with_its_hard_negative():
+    """A step's batch is (anchors, entailments, contradictions) and its loss is the supervised InfoNCE with the
+    contradictions as hard negatives (here with the release's weight 1 on each anchor's own)."""
+    from bertsent.losses.attention_pooling import supervised_infonce_loss
+
+    config = AttentionPoolingConfig(batch_size=3, hard_negative_weight=1.0)
+    method, model = pooling_method(config)
+    model.eval()  # deterministic: the loss can be recomputed here
+    batch = method.batches(0)
+    rows = epoch_batches(len(TRIPLETS), 3, config.seed, 0)[0]
+    texts = ([TRIPLETS.anchors[i] for i in rows] + [TRIPLETS.positives[i] for i in rows]
+             + [TRIPLETS.negatives[i] for i in rows])
+    assert method.tokenizer.calls == [texts], "the triplet batch is not anchors + entailments + contradictions"
+    losses = method.loss(model, batch)
+    with torch.no_grad():
+        anchor, positive, negative = (model(**method.tokenizer(part)) for part in (texts[:3], texts[3:6], texts[6:]))
+        expected = supervised_infonce_loss(anchor, positive, negative, config.temperature, 1.0)
+        without = supervised_infonce_loss(anchor, positive, None, config.temperature)
+    assert abs(expected - without) > 1e-3  # the hard negatives change the loss here
+    assert losses["supervised"].item() == pytest.approx(expected.item(), rel=1e-5), \
+        f"supervised loss {losses['supervised'].item():.5f}: with the hard negatives it is {expected.item():.5f}, " \
+        f"without them {without.item():.5f}"
+    assert losses["loss"] is losses["supervised"]
+
+
+def test_the_hybrid_objective_weighs_the_unsupervised_term():
+    """hybrid: L = L_sup + unsupervised_weight * L_unsup (here 0.25), both terms from the same step."""
+    config = AttentionPoolingConfig(objective="hybrid", batch_size=3, unsupervised_weight=0.25)
+    method, model = pooling_method(config, sentences=SENTENCES)
+    model.train()
+    batch = method.batches(0)
+    assert set(batch) == {"triplets", "sentences"}
+    losses = method.loss(model, batch)
+    supervised, unsupervised = losses["supervised"].item(), losses["unsupervised"].item()
+    assert unsupervised > 1e-3
+    assert losses["loss"].item() == pytest.approx(supervised + 0.25 * unsupervised, rel=1e-6), \
+        f"hybrid loss {losses['loss'].item():.5f}: L_sup + 0.25 L_unsup is {supervised + 0.25 * unsupervised:.5f}, " \
+        f"L_sup + L_unsup {supervised + unsupervised:.5f}"
