@@ -34,6 +34,7 @@ from pathlib import Path
 import yaml
 
 from .paths import CACHE_DIR, REPO_ROOT, RESULTS_DIR
+from .experiments.store import READ_LOG_VARIABLE
 from .report.io import write_json_atomic
 from .report.pages import CHECK_TAG, tidy_page
 from .versions import code_imports, manifest_digest, method_versions, reached_modules, versions_digest
@@ -416,6 +417,8 @@ def run_notebook(name: str, profile: str = "quick", overrides: dict | None = Non
     entry = config["notebooks"][name]
     source = REPO_ROOT / entry["source"]
     canonical = output is None and results_dir is None and output_dir is None and is_canonical(profile, overrides)
+    if output_dir is not None:
+        check_output_folder(Path(output_dir))
     if not canonical and output is None and results_dir is None:
         output_dir = Path(output_dir) if output_dir else rerun_folder(name, profile, overrides)
         output = output_dir / f"{name}.ipynb"
@@ -433,15 +436,29 @@ def run_notebook(name: str, profile: str = "quick", overrides: dict | None = Non
     if canonical and not force and record_path.is_file():
         record = json.loads(record_path.read_text())
         outputs_present = output.is_file() and all((REPO_ROOT / p).is_file() for p in record.get("outputs", []))
-        if record.get("fingerprint") == fingerprint and outputs_present:
+        runs_changed = stored_runs_changed(record, source) if outputs_present else None
+        if record.get("fingerprint") == fingerprint and outputs_present and not runs_changed:
             log(f"{name}: up to date (profile {record['profile']}, run {record['finished']}); reusing its results")
             return output
-        log(f"{name}: out of date: {_stale_reason(record, inputs, versions) if outputs_present else 'its outputs are missing'}")
+        log(f"{name}: out of date: " + (runs_changed if outputs_present and record.get("fingerprint") == fingerprint
+                                        else _stale_reason(record, inputs, versions) if outputs_present
+                                        else "its outputs are missing"))
     shown = output.relative_to(REPO_ROOT) if output.is_relative_to(REPO_ROOT) else output
     log(f"{name}: running {entry['source']} with profile {profile} -> {shown}")
+    check_output_folder(output.parent)
+    for folder in ([RESULTS_DIR, RUNS_DIR] if canonical else [Path(results_dir)] if results_dir else []):
+        check_output_folder(folder)
     output.parent.mkdir(parents=True, exist_ok=True)
     started = time.time()
-    tmp_output = output.with_suffix(".running.ipynb")  # kept for inspection if a cell fails
+    book_before = _book_snapshot() if output_dir is not None else None
+    # the partial notebook (saved after every cell; kept for inspection if a cell fails) lives under .cache, never
+    # beside the book's page
+    tmp_output = partial_notebook(output)
+    tmp_output.parent.mkdir(parents=True, exist_ok=True)
+    read_log = tmp_output.with_suffix(".reads")
+    read_log.unlink(missing_ok=True)
+    previous = os.environ.get(READ_LOG_VARIABLE)
+    os.environ[READ_LOG_VARIABLE] = str(read_log)  # the kernel inherits it: the stored runs the page reads
     try:
         # at a terminal, a bar of the cells run; in a log, the partial notebook (saved after every cell) shows them
         papermill.execute_notebook(str(source), str(tmp_output), parameters=parameters, cwd=str(REPO_ROOT),
@@ -449,12 +466,18 @@ def run_notebook(name: str, profile: str = "quick", overrides: dict | None = Non
                                    kernel_manager_class=_local_kernel_manager())
     except papermill.PapermillExecutionError as error:
         raise NotebookFailed(f"{name}: cell {error.exec_count} raised {error.ename}: {error.evalue} "
-                             f"(the partial notebook: {tmp_output})") from None
+                             f"(the partial notebook: {_shown_path(tmp_output)})") from None
     except KeyboardInterrupt:
-        raise NotebookFailed(f"{name}: interrupted (the partial notebook: {tmp_output}; trained runs resume from "
-                             "their checkpoints when you run it again)") from None
+        raise NotebookFailed(f"{name}: interrupted (the partial notebook: {_shown_path(tmp_output)}; trained runs "
+                             "resume from their checkpoints when you run it again)") from None
+    finally:
+        if previous is None:
+            os.environ.pop(READ_LOG_VARIABLE, None)
+        else:
+            os.environ[READ_LOG_VARIABLE] = previous
+    stored_runs = _read_log(read_log)
     tidy_page(tmp_output)  # tags that hide set-up code, no stderr or progress bars (sources stay as they are)
-    os.replace(tmp_output, output)
+    _move(tmp_output, output)
     seconds = time.time() - started
     if canonical or output_dir is not None:
         import torch, transformers
@@ -463,7 +486,7 @@ def run_notebook(name: str, profile: str = "quick", overrides: dict | None = Non
             "notebook": name, "profile": profile, "parameters": parameters, "fingerprint": fingerprint,
             "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "seconds": round(seconds, 1),
             "outputs": sorted(str(p.relative_to(REPO_ROOT)) for p in _outputs_of(output)),
-            "inputs": inputs, "method_versions": versions,
+            "inputs": inputs, "method_versions": versions, "stored_runs": stored_runs,
             "library_files": [str(p.relative_to(REPO_ROOT)) for p in library_files(source)],
             "versions": {"python": sys.version.split()[0], "torch": torch.__version__, "transformers": transformers.__version__},
         }
@@ -474,9 +497,124 @@ def run_notebook(name: str, profile: str = "quick", overrides: dict | None = Non
             write_json_atomic(output_dir / "run.json", record)
     log(f"{name}: done in {seconds:.0f} s")
     if output_dir is not None:
-        log(f"{name}: not a canonical run (profiles {' and '.join(CANONICAL_PROFILES)} without -p): the book's page, "
-            f"results/ and results/runs/ are untouched; wrote {output_dir}/ ({output.name}, results/, run.json)")
+        changed = _changed_since(book_before)
+        touched = ("the book's page, results/ and results/runs/ are untouched" if not changed else
+                   f"warning: {len(changed)} file(s) of the book or results/ changed while it ran (another process, "
+                   f"or a parameter pointing there): {', '.join(changed[:3])}")
+        log(f"{name}: not a canonical run (profiles {' and '.join(CANONICAL_PROFILES)} without -p): {touched}; "
+            f"wrote {output_dir}/ ({output.name}, results/, run.json)")
     return output
+
+
+def _shown_path(path: Path) -> str:
+    path = Path(path)
+    return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
+
+
+def partial_notebook(output: Path) -> Path:
+    """Where a run keeps its notebook while it executes: under ``.cache/partial/`` for a page of the book (or any
+    output inside the repository), so that an interrupted or failed run never leaves a file in ``book/``; beside the
+    output for one written elsewhere."""
+    output = Path(output).resolve()
+    if output.is_relative_to(REPO_ROOT.resolve()) and not output.is_relative_to(CACHE_DIR.resolve()):
+        relative = output.relative_to(REPO_ROOT.resolve())
+        return CACHE_DIR / "partial" / relative.with_suffix(".running.ipynb")
+    return output.with_suffix(".running.ipynb")
+
+
+def _move(source: Path, target: Path) -> None:
+    """``os.replace``, or a copy and an atomic replace where the two are on different file systems."""
+    try:
+        os.replace(source, target)
+    except OSError:
+        import shutil
+
+        staged = target.with_name(target.name + ".tmp")
+        shutil.copyfile(source, staged)
+        os.replace(staged, target)
+        source.unlink()
+
+
+def check_output_folder(folder: Path) -> None:
+    """Refuses, in one line before a kernel starts (:class:`ParameterError`), an output folder that cannot be
+    written: it, or the nearest folder above it that exists, must be a writable folder."""
+    folder = Path(folder)
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ParameterError(f"output folder {folder}: {existing} is a file, not a folder; "
+                             f"fix: choose another --output")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ParameterError(f"output folder {folder}: {existing} is not writable by this user; fix: choose a "
+                             f"writable --output (or change the folder's permissions)")
+
+
+def check_output_choice(folder: Path) -> None:
+    """Refuses an ``--output`` inside the repository other than a folder under ``.cache/`` that is new, empty, or an
+    earlier re-run's (it has a ``run.json``): a re-run never writes over the book's pages, ``results/`` or anything
+    else committed."""
+    folder = Path(folder).resolve()
+    if not folder.is_relative_to(REPO_ROOT.resolve()):
+        return
+    under_cache = folder.is_relative_to(CACHE_DIR.resolve()) and folder != CACHE_DIR.resolve()
+    fresh = not folder.exists() or (folder.is_dir() and (not any(folder.iterdir()) or (folder / "run.json").is_file()))
+    if not (under_cache and fresh):
+        raise ParameterError(f"--output {folder.relative_to(REPO_ROOT.resolve()) if folder != REPO_ROOT.resolve() else '.'}"
+                             f" is inside the repository, where a re-run would write over the book's files; fix: "
+                             f"give a folder outside it, or a new one under .cache/ (the default, "
+                             f"{RERUNS_DIR.relative_to(REPO_ROOT) if RERUNS_DIR.is_relative_to(REPO_ROOT) else RERUNS_DIR}"
+                             f"/<name>-<profile>-<hash>, is one)")
+
+
+def _book_snapshot() -> dict:
+    """Every file of the book's pages, ``results/`` and the run store, with its size and modification time."""
+    return {str(p.relative_to(REPO_ROOT)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for top in (REPO_ROOT / "book", RESULTS_DIR) if top.is_dir() for p in top.rglob("*") if p.is_file()}
+
+
+def _changed_since(before: dict | None) -> list[str]:
+    if before is None:
+        return []
+    after = _book_snapshot()
+    return sorted(path for path in set(before) | set(after) if before.get(path) != after.get(path))
+
+
+def _read_log(path: Path) -> dict:
+    """The stored runs a page's kernel read (:data:`bertsent.experiments.store.READ_LOG_VARIABLE`): name -> the
+    sha256 of its manifest."""
+    if not path.is_file():
+        return {}
+    found = dict(line.split(" ", 1) for line in path.read_text(encoding="utf-8").splitlines() if " " in line)
+    path.unlink()
+    return {name: digest.strip() for name, digest in sorted(found.items())}
+
+
+def stored_runs_changed(record: dict, source: Path) -> str | None:
+    """Why a page's stored runs no longer match its record, in words (None: they match).
+
+    A record lists the runs its page read with the sha256 of each one's manifest (``stored_runs``): a run whose
+    files no longer match (edited, missing, re-recorded) makes the page out of date. A record made before pages
+    listed their runs, of a page that reaches the run store, is out of date when any stored run fails
+    verification."""
+    from .experiments.store import StoreError, all_runs, stored_run_digest
+
+    if "stored_runs" in record:
+        changed = [name for name, digest in record["stored_runs"].items()
+                   if stored_run_digest(RUNS_DIR, name) != digest]
+        if changed:
+            return (f"stored run {changed[0]} changed since it ran" + (f" (and {len(changed) - 1} more)"
+                                                                       if len(changed) > 1 else "")
+                    + "; `python -m bertsent.experiments.store verify` says how")
+        return None
+    if "bertsent.experiments.store" not in reached_modules(notebook_modules(source)):
+        return None
+    for run in all_runs(RUNS_DIR):
+        try:
+            run.verify()
+        except StoreError as error:
+            return f"a stored run fails verification ({str(error).split('. Fix:')[0]})"
+    return None
 
 
 HELD_BANNER_TAG = "held-banner"
@@ -548,6 +686,9 @@ def page_status(name: str, config: dict | None = None) -> tuple[bool, str]:
         return False, "its outputs are missing"
     if record.get("fingerprint") != fingerprint:
         return False, _stale_reason(record, inputs, method_versions(notebook_modules(source)))
+    runs_changed = stored_runs_changed(record, source)
+    if runs_changed:
+        return False, runs_changed
     return True, f"up to date (profile {record['profile']}, run {record['finished']})"
 
 
@@ -643,6 +784,8 @@ def main(argv=None) -> int:
             resolve_parameters(name, args.profile, overrides, config)
         if args.output is not None and len(names) > 1:
             raise ParameterError("--output takes one notebook (name it), not several")
+        if args.output is not None:
+            check_output_choice(args.output)
         for name in names:
             output_dir = args.output
             if output_dir is None and not is_canonical(args.profile, overrides):
