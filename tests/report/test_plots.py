@@ -55,8 +55,32 @@ def visible_axes(figure):
     return [ax for ax in figure.axes if ax.axison and ax.get_label() != "<colorbar>"]
 
 
+def legends(figure):
+    return [*figure.legends, *(ax.get_legend() for ax in figure.axes if ax.get_legend())]
+
+
 def legend_labels(figure):
-    return [text.get_text() for ax in figure.axes if ax.get_legend() for text in ax.get_legend().get_texts()]
+    return [text.get_text() for legend in legends(figure) for text in legend.get_texts()]
+
+
+def assert_legends_clear(figure):
+    """No legend covers data: no point of a line or scatter and no bar of any panel lies within a legend's box."""
+    import numpy as np
+
+    figure.canvas.draw()
+    boxes = [legend.get_window_extent() for legend in legends(figure)]
+    assert boxes
+    for ax in visible_axes(figure):
+        points = [line.get_transform().transform(line.get_xydata()) for line in ax.get_lines()]
+        points += [c.get_offset_transform().transform(c.get_offsets()) for c in ax.collections
+                   if isinstance(c, matplotlib.collections.PathCollection) and len(c.get_offsets())]
+        points = np.concatenate(points) if points else np.empty((0, 2))
+        points = points[np.isfinite(points).all(axis=1)]
+        bars = [patch.get_window_extent() for patch in ax.patches if isinstance(patch, matplotlib.patches.Rectangle)]
+        for box in boxes:
+            inside = (points[:, 0] > box.x0) & (points[:, 0] < box.x1) & (points[:, 1] > box.y0) & (points[:, 1] < box.y1)
+            assert not inside.any(), f"a legend covers {int(inside.sum())} data points of {ax.get_title()!r}"
+            assert not any(box.overlaps(bar) for bar in bars), f"a legend covers a bar of {ax.get_title()!r}"
 
 
 def test_spectra_plot_labels_every_line_in_one_legend():
@@ -126,7 +150,8 @@ def test_pretraining_curves_draw_nsp_chance_on_the_full_accuracy_range():
     (chance,) = chance_lines(accuracy)
     assert chance.get_ydata()[0] == 50
     assert accuracy.get_ylim() == (0, 100)
-    assert len(accuracy.get_legend().get_texts()) == 3
+    assert len(legend_labels(figure)) == 5  # two losses, two accuracies and chance, in one legend below the panels
+    assert_legends_clear(figure)
     assert_legible(figure)
     plt.close(figure)
 
@@ -138,7 +163,8 @@ def test_pretraining_comparison_stacks_objectives_with_a_chance_line_for_nsp():
     nsp_accuracy = figure.axes[3]
     assert len(chance_lines(nsp_accuracy)) == 1 and nsp_accuracy.get_ylim() == (0, 100)
     assert not chance_lines(figure.axes[1])
-    assert sorted(t.get_text() for t in figure.axes[0].get_legend().get_texts()) == ["mlm", "mlm_nsp"]
+    assert sorted(legend_labels(figure)) == ["chance (50%)", "mlm", "mlm_nsp"]
+    assert_legends_clear(figure)
     assert_legible(figure)
     plt.close(figure)
 
@@ -217,3 +243,120 @@ def test_every_figure_a_notebook_draws_is_shown_once(tmp_path):
     images = [sum("image/png" in o.get("data", {}) for o in cell.outputs) for cell in executed]
     assert images == [0, 1, 1, 2, 1, 0]
     assert executed[-1].outputs[0]["text"].strip() == "0"  # every figure closed once shown
+
+
+def test_alpha_heatmaps_colour_scale_is_fixed_0_to_1_centred_on_uniform():
+    """Near-uniform weights must look near-uniform: the colour scale does not stretch to the values (it once spanned
+    0.134-0.150, so that uniform weights looked structured); it runs 0 to 1 with white at 1/L, and the colour bar
+    states the range the weights span. The bars of the weight per hidden state start at 0."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    alphas = {}
+    for backbone, states in [("a", 7), ("b", 13)]:
+        alpha = 1 / states + rng.uniform(-0.008, 0.008, (states, states))
+        alphas[backbone] = alpha / alpha.sum(axis=1, keepdims=True)
+    figure = plots.alpha_heatmaps(alphas)
+    heatmaps = [ax for ax in figure.axes if ax.get_title() in alphas]
+    assert len(heatmaps) == 2
+    for ax, (backbone, alpha) in zip(heatmaps, alphas.items()):
+        norm = ax.collections[0].norm
+        assert (norm.vmin, norm.vmax) == (0, 1) and norm.vcenter == pytest.approx(1 / len(alpha))
+        label = ax.collections[0].colorbar.ax.get_ylabel()
+        assert f"here {alpha.min():.3f} to {alpha.max():.3f}" in label
+    bars = [ax for ax in figure.axes if ax.patches]
+    assert len(bars) == 2 and all(ax.get_ylim()[0] == 0 for ax in bars)
+    assert_legible(figure)
+    plt.close(figure)
+
+
+def pooling_table():
+    rows = [{"backbone": backbone, "pooling": pooling, "stsb": score, "stsb_sd": sd, "seeds": seeds,
+             "avg": score - 10, "avg_sd": sd, "paper_stsb": paper}
+            for backbone in ("a", "b")
+            for pooling, score, sd, seeds, paper in [("cls_last", 71.0, None, 1, None), ("mean_last", 73.5, 0.4, 3, 85.0),
+                                                     ("att_both", 72.0, 0.3, 3, 86.6)]]
+    return pd.DataFrame(rows)
+
+
+def test_pooling_ablation_bars_start_at_zero():
+    figure = plots.pooling_ablation_bars(pooling_table())
+    panels = [ax for ax in figure.axes if ax.patches]
+    assert len(panels) == 2
+    for ax in panels:
+        assert ax.get_xlim()[0] == 0  # a bar's length is its score
+        assert ax.get_xlim()[1] >= 86.6  # the paper's diamonds and the labels fit
+    assert_legible(figure)
+    plt.close(figure)
+
+
+def ablation_changes_table():
+    return pd.DataFrame([{"backbone": "a", "variant": variant, "change": change, "paper_change": paper, "std": 0.5}
+                         for variant, change, paper in [("sg_opt", 0.0, 0.0), ("no_opt", -1.5, -2.0),
+                                                        ("no_reg", 0.3, -0.8), ("frozen_views", -4.0, -1.0)]])
+
+
+def angle_rows():
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    return pd.DataFrame([{"task": task, "method": method, "angle": angle}
+                         for task in ("SST-2", "CoLA", "MRPC") for method in ("ce_scl", "acl_embed")
+                         for angle in rng.normal(70 if method == "acl_embed" else 88, 12, 200)])
+
+
+def task_table(x, series, values):
+    return pd.DataFrame([{"task": task, series: name, x: value, "mean": 50 + 5 * i + j, "sd": 1.0,
+                          "metric": "accuracy"}
+                         for task in ("SST-2", "CoLA") for j, name in enumerate(values) for i, value in
+                         enumerate([1, 2, 3, 4, 5, 6] if x == "exit" else [0.1, 0.5, 1.0, 2.0])])
+
+
+def early_exit_curve():
+    return pd.DataFrame([{"task": "SST-2", "mode": mode, "threshold": t, "mean_layers": 1 + 5 * t,
+                          "seconds_per_example": 0.004 + 0.02 * t + 0.002 * j, "score": 51 + 30 * t - j,
+                          "metric": "accuracy"}
+                         for j, mode in enumerate(("joint", "kd", "acl_cl")) for t in (0.0, 0.3, 0.6, 1.0)])
+
+
+def geometry_methods():
+    return pd.DataFrame([{"backbone": backbone, "method": method, "alignment": a, "uniformity": u, "sts_avg": s}
+                         for backbone, offset in (("a", 0.0), ("b", 0.1))
+                         for method, a, u, s in [("cls", 0.35 + offset, -3.8, 60.0), ("mean", 0.33, -3.9 + offset, 65.0),
+                                                 ("sg_opt", 0.15, -2.0 + offset, 78.0)]])
+
+
+FIGURES_WITH_LEGENDS = {
+    # eight recipes whose curves fill each panel from top to bottom, as the stall study's do: no free corner
+    "stall_study_curves": lambda: plots.stall_study_curves(
+        pd.DataFrame([{"run": f"recipe {k}", "tokens": t * 1e6, "heldout_mlm_loss": 6.0 + 0.6 * k + 0.05 * t,
+                       "heldout_mlm_mask_accuracy": 0.01 * k + 0.001 * t,
+                       "heldout_mlm_unchanged_accuracy": 0.1 * k + 0.005 * t}
+                      for k in range(8) for t in range(1, 13)]),
+        majority_floor=0.059, unigram_loss=7.29),
+    "ablation_changes": lambda: plots.ablation_changes(ablation_changes_table(), "a"),
+    "gradient_angle_histograms": lambda: plots.gradient_angle_histograms(angle_rows()),
+    "exit_scores": lambda: plots.exit_scores(task_table("exit", "mode", ["joint", "kd", "acl_cl"])),
+    "lambda_sensitivity": lambda: plots.lambda_sensitivity(task_table("weight", "method", ["acl_embed", "acl"])),
+    "quality_speed": lambda: plots.quality_speed(early_exit_curve()),
+    "alignment_uniformity_map": lambda: plots.alignment_uniformity_map(
+        geometry_methods(), pd.DataFrame({"step": [0, 50, 100], "alignment": [0.3, 0.2, 0.15],
+                                          "uniformity": [-3.0, -2.5, -2.0]})),
+    "anisotropy_curves (no spare panel)": lambda: plots.anisotropy_curves(pd.DataFrame(
+        [{"backbone": b, "pooling": p, "layer": layer, "anisotropy": 0.9 - 0.1 * layer}
+         for b in ("a", "b") for p in ("cls", "mean", "max") for layer in range(7)])),
+    "spectra_plot (no spare panel)": lambda: plots.spectra_plot(pd.DataFrame(
+        [{"backbone": b, "method": m, "index": i, "singular_value": 1 / i ** 0.5}
+         for b in ("a", "b") for m in ("cls", "mean") for i in range(1, 50)])),
+}
+
+
+@pytest.mark.parametrize("name", list(FIGURES_WITH_LEGENDS))
+def test_legends_cover_no_data_and_text_is_legible(name):
+    """Legends sit outside the data (below the panels, above a panel, or in a spare panel), never over a line, a point
+    or a bar (the stall study's legend once covered its curves); every text is at least MIN_FONT points on a figure
+    no wider than the page."""
+    figure = FIGURES_WITH_LEGENDS[name]()
+    assert_legends_clear(figure)
+    assert_legible(figure)
+    plt.close(figure)

@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.colors import TwoSlopeNorm
 from matplotlib.ticker import MaxNLocator
 
 # The page shows a figure at most about 750 px wide: a figure no wider than PAGE_WIDTH inches (at 100 dpi) is not
@@ -92,6 +93,26 @@ def complete_legend(axes, target, **legend):
     return target.legend(list(handles.values()), list(handles), loc="center", **legend)
 
 
+def legend_below(fig, handles, labels, ncol: int = 2, title: str | None = None):
+    """One legend for the whole figure, under its panels, where it covers no data: the figure grows by the
+    legend's height (the panels keep theirs) and is laid out. Call it instead of ``fig.tight_layout()``."""
+    legend = fig.legend(handles, labels, loc="lower center", ncol=max(1, min(ncol, len(labels))), frameon=False,
+                        title=title)
+    width, height = fig.get_size_inches()
+    room = legend.get_window_extent(fig.canvas.get_renderer()).height / fig.dpi + 0.1
+    fig.set_size_inches(width, height + room)
+    fig.tight_layout(rect=(0, room / (height + room), 1, 1))
+    return legend
+
+
+def legend_above(ax, title: str | None = None, ncol: int = 1, **legend):
+    """``ax``'s legend above the panel, outside the data; ``title`` (the panel's name) heads it in place of the
+    panel title, which would collide with it."""
+    ax.set_title("")
+    return ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.01), ncol=ncol, frameon=False, title=title,
+                     borderaxespad=0.2, **legend)
+
+
 def gold_band_order(labels) -> list[str]:
     """Gold-score band labels (``"0-1"`` ... ``"4-5"``) sorted by their gold score, whatever order they came in."""
     def low(label):
@@ -166,8 +187,11 @@ def anisotropy_curves(table: pd.DataFrame):
         integer_ticks(ax)
     for ax in axes[::2]:
         ax.set_ylabel("mean cosine of random pairs")
-    complete_legend(axes, spare[0] if spare else axes[-1], title="pooling")
-    fig.tight_layout()
+    if spare:
+        complete_legend(axes, spare[0], title="pooling")
+        fig.tight_layout()
+    else:
+        legend_below(fig, *complete_legend_entries(axes), ncol=4, title="pooling")
     return fig
 
 
@@ -201,8 +225,7 @@ def alignment_uniformity_map(methods: pd.DataFrame, trajectory: pd.DataFrame | N
     fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap="viridis"), ax=ax, label="STS average (Spearman x 100)")
     ax.set_xlabel("uniformity (log E exp(-2||x-y||²), lower = more uniform)")
     ax.set_ylabel("alignment (E||x-y||², gold >= 4 pairs;\nlower = closer)")
-    ax.legend(loc="best")
-    fig.tight_layout()
+    legend_below(fig, *ax.get_legend_handles_labels(), ncol=3)
     return fig
 
 
@@ -226,8 +249,11 @@ def cosine_band_histograms(bands: pd.DataFrame, readouts: list[tuple[str, str]])
         if i % 2:
             ax.set_ylabel("")
     handles = [plt.Line2D([], [], color=palette[band], lw=6, alpha=0.6) for band in order]
-    (spare[0] if spare else axes[0]).legend(handles, order, title="gold score", loc="center" if spare else "upper left")
-    fig.tight_layout()
+    if spare:
+        spare[0].legend(handles, order, title="gold score", loc="center")
+        fig.tight_layout()
+    else:
+        legend_below(fig, handles, order, ncol=len(order), title="gold score")
     return fig
 
 
@@ -250,8 +276,11 @@ def spectra_plot(spectra: pd.DataFrame):
         ax.set_xlabel("component")
     for ax in axes[::2]:
         ax.set_ylabel("singular value / largest")
-    complete_legend(axes, spare[0] if spare else axes[-1], title="readout")
-    fig.tight_layout()
+    if spare:
+        complete_legend(axes, spare[0], title="readout")
+        fig.tight_layout()
+    else:
+        legend_below(fig, *complete_legend_entries(axes), ncol=4, title="readout")
     return fig
 
 
@@ -268,7 +297,6 @@ def pretraining_curves(history: pd.DataFrame, title: str = ""):
     top.plot(millions, history["train_loss"], marker=".", label="training loss (MLM + NSP, running mean)")
     top.plot(millions, history["heldout_mlm_loss"], marker=".", label="held-out MLM loss")
     top.set_ylabel("cross-entropy")
-    top.legend()
     bottom.plot(millions, 100 * history["heldout_mlm_accuracy"], marker=".", label="held-out MLM accuracy")
     if "heldout_nsp_accuracy" in history:
         bottom.plot(millions, 100 * history["heldout_nsp_accuracy"], marker=".", label="held-out NSP accuracy")
@@ -276,10 +304,9 @@ def pretraining_curves(history: pd.DataFrame, title: str = ""):
     bottom.set_ylim(0, 100)
     bottom.set_xlabel("tokens seen (millions)")
     bottom.set_ylabel("accuracy (%)")
-    bottom.legend()
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
+    legend_below(fig, *complete_legend_entries([top, bottom]), ncol=2)
     return fig
 
 
@@ -301,8 +328,7 @@ def ablation_changes(table: pd.DataFrame, backbone: str, reference: str = "sg_op
     ax.set_yticks(y, rows["variant"])
     ax.invert_yaxis()
     ax.set_xlabel(f"change in STS average from {reference} (Spearman x 100)")
-    ax.legend(loc="best")
-    fig.tight_layout()
+    legend_below(fig, *ax.get_legend_handles_labels(), ncol=2)
     return fig
 
 
@@ -332,12 +358,9 @@ def pretraining_comparison(history: pd.DataFrame):
         if metric == "nsp":
             accuracy.axhline(50, color="0.4", lw=1, ls="--", label="chance (50%)")
             accuracy.set_ylim(0, 100)
-            accuracy.legend(handles=[line for line in accuracy.get_lines() if line.get_label() == "chance (50%)"],
-                            loc="lower right")
     for ax in axes[-1]:
         ax.set_xlabel("tokens seen (millions)")
-    complete_legend([axes[0, 0]], axes[0, 0])
-    fig.tight_layout()
+    legend_below(fig, *complete_legend_entries(list(axes.ravel())), ncol=3)
     return fig
 
 
@@ -399,11 +422,8 @@ def stall_study_curves(history: pd.DataFrame, majority_floor: float | None = Non
             ax.axhline(scale * floor, color="black", linestyle="--", linewidth=1, label=floor_label)
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
-    axes[0].legend(ncol=2)
-    axes[1].legend(handles=[h for h in axes[1].get_lines() if h.get_label() == "always the majority token"],
-                   loc="upper left")
     axes[-1].set_xlabel("tokens seen (millions)")
-    fig.tight_layout()
+    legend_below(fig, *complete_legend_entries(list(axes)), ncol=2)
     return fig
 
 
@@ -411,28 +431,37 @@ def stall_study_curves(history: pd.DataFrame, majority_floor: float | None = Non
 def alpha_heatmaps(alphas: dict[str, np.ndarray]):
     """Layer-wise attention pooling's learned weights, one row per backbone: the mean alpha (rows = query hidden
     state l, columns = key hidden state m, each row sums to one) beside the weight each hidden state receives in the
-    pooled vector (the column means), with the uniform 1/L dashed."""
+    pooled vector (the column means), with the uniform 1/L dashed.
+
+    The colour scale is the same for every backbone and does not stretch to the values: it runs over every weight
+    alpha can take, 0 to 1, centred on the uniform weight 1/L (white; red above it, blue below), so near-uniform
+    weights look near-uniform; the colour bar states the range the weights actually span."""
     n = len(alphas)
     fig, axes = plt.subplots(n, 2, figsize=(PAGE_WIDTH, 3.9 * n), squeeze=False,
                              gridspec_kw={"width_ratios": [1.35, 1]})
     for row, (backbone, alpha) in enumerate(alphas.items()):
         alpha = np.asarray(alpha)
         states = alpha.shape[0]
-        sns.heatmap(alpha, ax=axes[row][0], cmap="magma", annot=states <= 8, fmt=".2f",
-                    cbar_kws={"label": "alpha"}, square=True)
+        uniform = 1 / states
+        norm = TwoSlopeNorm(vmin=0.0, vcenter=uniform, vmax=1.0)
+        sns.heatmap(alpha, ax=axes[row][0], cmap="RdBu_r", norm=norm, annot=states <= 8, fmt=".2f", square=True,
+                    cbar_kws={"label": f"alpha (scale 0 to 1; white = 1/L = {uniform:.3f})\n"
+                                       f"here {np.nanmin(alpha):.3f} to {np.nanmax(alpha):.3f}"})
+        axes[row][0].collections[0].colorbar.set_ticks([0, uniform, 0.5, 1])
+        axes[row][0].collections[0].colorbar.set_ticklabels(["0", "1/L", "0.5", "1"])
         axes[row][0].set_title(backbone)
         axes[row][0].set_xlabel("key hidden state m")
         axes[row][0].set_ylabel("query hidden state l")
         weights = alpha.mean(axis=0)
         ax = axes[row][1]
         ax.bar(np.arange(states), weights, color=["tab:red" if i == states - 1 else "tab:blue" for i in range(states)])
-        ax.axhline(1 / states, color="0.3", ls="--", lw=1, label="uniform 1/L")
-        ax.set_title("weight in the pooled vector")
+        ax.axhline(uniform, color="0.3", ls="--", lw=1)
+        ax.set_ylim(0, max(float(np.nanmax(weights)), uniform) * 1.15)
+        ax.set_title("weight in the pooled vector\n(dashed: uniform 1/L)")
         ax.set_xlabel("hidden state (red: last)")
         ax.set_ylabel("weight in a")
         ax.set_xticks(np.arange(states))
         integer_ticks(ax)
-        ax.legend(loc="upper left")
     fig.tight_layout()
     return fig
 
@@ -465,9 +494,10 @@ def pooling_ablation_bars(table: pd.DataFrame, metric: str = "stsb", paper_colum
         ax.set_xlabel({"stsb": "STS-B test Spearman x 100", "avg": "seven-set STS average"}.get(metric, metric)
                       + (" (black diamond: the paper, BERT-base)" if paper_column and paper_column in rows
                          and rows[paper_column].notna().any() else ""))
-        finite = pd.concat([rows[metric], rows.get(paper_column, pd.Series(dtype=float))]).dropna()
-        if len(finite):
-            ax.set_xlim(max(0, finite.min() - 10), min(100, finite.max() + 16))
+        finite = pd.concat([rows[metric] + rows[f"{metric}_sd"].fillna(0),
+                            rows.get(paper_column, pd.Series(dtype=float))]).dropna()
+        # bars from 0: a bar's length is its score (an axis cut at 70 would make a 2-point gap look like a 2x one)
+        ax.set_xlim(0, finite.max() + 22 if len(finite) else 100)
     fig.tight_layout()
     return fig
 
@@ -495,9 +525,8 @@ def gradient_angle_histograms(angles: pd.DataFrame, threshold: float = 90.0, bin
             share = (values > threshold).mean() if len(values) else float("nan")
             ax.hist(values, bins=edges, alpha=0.55, label=f"{ACL_PAIR_LABELS.get(method, method)}\n({share:.0%} > {threshold:g})")
         ax.axvline(threshold, color="black", lw=1.2, ls="--")
-        ax.set_title(task)
         ax.set_xlabel("angle between gradients (°)")
-        ax.legend(loc="upper left")
+        legend_above(ax, title=task)
     for ax in axes[::2]:
         ax.set_ylabel("training steps")
     fig.tight_layout()
@@ -547,8 +576,7 @@ def _task_errorbar_panels(table: pd.DataFrame, x: str, series: str, labels: dict
         ax.set_xlabel(xlabel)
         ax.set_ylabel(f"{task} dev {rows['metric'].iloc[0]}")
         ax.set_title(task)
-        ax.legend()
-    fig.tight_layout()
+    legend_below(fig, *complete_legend_entries(axes), ncol=4)
     return fig
 
 
@@ -570,8 +598,7 @@ def quality_speed(curve: pd.DataFrame):
     axes[1].set_xlabel("measured ms per example (batch of one)")
     for ax in axes:
         ax.set_ylabel(f"dev {metrics}")
-    axes[1].legend()
-    fig.tight_layout()
+    legend_below(fig, *complete_legend_entries(list(axes)), ncol=3)
     return fig
 
 
