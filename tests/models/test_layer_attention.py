@@ -157,3 +157,28 @@ def test_the_model_pools_every_hidden_state_and_exposes_alpha():
     torch.testing.assert_close(model.fixed_readout(ids, mask, "cls_last"), hidden[-1][:, 0])
     # padding does not change a sentence's vector
     torch.testing.assert_close(model(ids[1:, :3], mask[1:, :3]), z[1:], rtol=1e-4, atol=1e-5)
+
+
+def test_the_pooler_keeps_pytorchs_default_initialisation():
+    """The pooler's linear layers keep PyTorch's default ``nn.Linear`` initialisation: weights (and the output
+    layer's bias) uniform in +-1/sqrt(fan_in). The released LayerAttPooler code draws the weights from
+    normal(0, 0.02) with a zero bias; the committed runs were trained with the default, and the method page
+    (book/attention-pooling/method.md) states the difference. Changing the initialisation changes this test and
+    that sentence together."""
+    torch.manual_seed(0)
+    d = 256
+    pooler = LayerAttentionPooler(d, 13)  # att_both_cls: W_o is d x 2d
+    for name, fan_in in [("query", d), ("key", d), ("value", d), ("output", 2 * d)]:
+        weight, bound = getattr(pooler, name).weight, 1 / math.sqrt(fan_in)
+        assert weight.abs().max() <= bound, f"{name}: weights outside PyTorch's uniform +-1/sqrt({fan_in})"
+        assert weight.abs().max() > 0.99 * bound, f"{name}: weights do not fill +-1/sqrt({fan_in}) (not uniform)"
+        assert weight.std().item() == pytest.approx(bound / math.sqrt(3), rel=0.02), \
+            f"{name}: weight sd {weight.std().item():.4f}, uniform's {bound / math.sqrt(3):.4f} (the release: 0.02)"
+    bias, bound = pooler.output.bias, 1 / math.sqrt(2 * d)
+    assert (bias != 0).all() and bias.abs().max() <= bound, "the output bias is not PyTorch's uniform draw"
+    assert bias.abs().max() > 0.9 * bound
+    # the model does not re-initialise its pooler (e.g. with the encoder's normal(0, initializer_range) draw)
+    model = LayerAttentionModel(tiny_encoder())
+    weight, bound = model.pooler.query.weight, 1 / math.sqrt(16)
+    assert weight.abs().max() <= bound and weight.std().item() > 3 * 0.02
+    assert (model.pooler.output.bias != 0).all()
