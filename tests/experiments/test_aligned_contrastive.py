@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from bertsent.experiments import aligned_contrastive as acl
-from bertsent.report.claims import Z, Spread
+from bertsent.report.claims import Spread, t_quantile
 
 
 def _runs(scores: dict) -> pd.DataFrame:
@@ -76,7 +76,7 @@ def test_main_claims_use_seed_noise_and_count_the_majority():
     claims = acl.main_claims(acl.score_table(runs))
     rte = claims[claims["task"] == "RTE"].set_index("claim")
     assert rte.loc["acl > ce", "our_effect"] == pytest.approx(10.0)
-    assert rte.loc["acl > ce", "tolerance"] == pytest.approx(Z * math.sqrt(4 / 3 + 4 / 3))
+    assert rte.loc["acl > ce", "tolerance"] == pytest.approx(t_quantile(4) * math.sqrt(4 / 3 + 4 / 3))  # Welch: 2 + 2 df
     assert rte.loc["acl > ce", "verdict"] == "reproduced" and math.isnan(rte.loc["acl > ce", "paper_effect"])
     cola = claims[claims["task"] == "CoLA"].set_index("claim")
     assert cola.loc["acl > ce", "verdict"] == "within noise"
@@ -152,7 +152,7 @@ def test_lambda_table_spread_and_claim():
     assert spread.loc["acl_embed", "best_weight"] == 0.1 and spread.loc["acl_embed", "worst_weight"] == 1.0
     claim = acl.lambda_claim(table).iloc[0]
     assert claim["our_effect"] == 9.0 and claim["range_with_grad"] == 1.0
-    assert claim["tolerance"] == pytest.approx(Z * math.sqrt(4 * 2 / 2))  # four sides, sd^2 = 2 over 2 seeds each
+    assert claim["tolerance"] == pytest.approx(t_quantile(4) * math.sqrt(4 * 2 / 2))  # four sides, sd^2 = 2 over 2 seeds each: 4 x 1 df
     assert claim["verdict"] == "reproduced"
     floored = acl.lambda_table(pd.DataFrame(rows).assign(at_majority_class=True))
     assert floored["at_floor"].all() and not table["at_floor"].any()
@@ -166,7 +166,7 @@ def test_lambda_claim_borrows_a_spread_for_one_seed():
     without = acl.lambda_claim(table).iloc[0]
     assert math.isnan(without["tolerance"]) and without["seeds"] == "one seed"
     lent = acl.lambda_claim(table, reference=Spread(3.0, 3, "test")).iloc[0]
-    assert lent["tolerance"] == pytest.approx(Z * math.sqrt(4 * 9.0)) and lent["verdict"] == "within noise"  # 9 < 12
+    assert lent["tolerance"] == pytest.approx(t_quantile(2) * math.sqrt(4 * 9.0)) and lent["verdict"] == "within noise"  # one spread: 2 df
 
 
 def _exits():
@@ -191,7 +191,7 @@ def test_exit_table_gain_and_claims():
     assert len(claims) == 8 and set(claims["claim"]) == {"acl_cl > joint", "acl_cl > kd"}
     first = claims[(claims["exit"] == 1) & (claims["claim"] == "acl_cl > joint")].iloc[0]
     assert first["our_effect"] == pytest.approx(6.0)
-    assert first["tolerance"] == pytest.approx(Z * math.sqrt(0.5 / 2 + 0.5 / 2))  # sd sqrt(0.5) on each side
+    assert first["tolerance"] == pytest.approx(t_quantile(2) * math.sqrt(0.5 / 2 + 0.5 / 2))  # sd sqrt(0.5) on each side, 1 + 1 df
 
 
 def test_exits_at_the_majority_class_get_no_verdict():
@@ -280,14 +280,17 @@ def test_angle_claims_weigh_the_share_above_the_threshold_against_the_seed_sprea
     rows += [("RTE", "acl_embed", 1, a) for a in (10, 20, float("nan"))] + [("RTE", "ce", 1, 120.0)]
     angles = pd.DataFrame(rows, columns=["task", "method", "seed", "angle"])
     claims = acl.angle_claims(angles, 90.0).set_index("claim")
-    scl = claims.loc["CE and SCL gradients > 90 degrees apart (% of steps)"]
-    assert scl["our_effect"] == pytest.approx(100 * 8 / 12)  # 8 of the 12 steps
+    often = "in >= 25% of steps ('often'; % of steps - 25)"
+    scl = claims.loc[f"CE and SCL gradients > 90 degrees apart {often}"]
+    assert scl["our_effect"] == pytest.approx(100 * 8 / 12 - 25)  # 8 of the 12 steps, against "often" = 25%
     per_seed = np.array([50.0, 75.0, 75.0])  # seeds' shares: 2 of 4, 3 of 4, 3 of 4
-    assert scl["tolerance"] == pytest.approx(2 * per_seed.std(ddof=1) / np.sqrt(3))
+    assert scl["tolerance"] == pytest.approx(t_quantile(2) * per_seed.std(ddof=1) / np.sqrt(3))
     assert scl["verdict"] == "reproduced" and np.isnan(scl["paper_effect"])
-    embed = claims.loc["CE and ACL-Embed gradients > 90 degrees apart (% of steps)"]
-    assert embed["our_effect"] == 0.0 and embed["verdict"] == "noise not measured"  # one seed: no verdict
-    assert len(claims) == 2  # CE alone has no angle claim
+    embed = claims.loc[f"CE and ACL-Embed gradients > 90 degrees apart {often}"]
+    assert embed["our_effect"] == -25.0 and embed["verdict"] == "noise not measured"  # one seed: no verdict
+    ranged = claims[claims.index.str.contains("percentile")]
+    assert len(ranged) == 2 and (ranged["paper_effect"].tolist() == [75.0, 105.0])  # CE-SCL only
+    assert len(claims) == 4  # CE alone has no angle claim
 
 
 def test_depth_comparison_reads_the_deep_models_middle_exit_against_the_shallow_models_last():
@@ -302,8 +305,10 @@ def test_depth_comparison_reads_the_deep_models_middle_exit_against_the_shallow_
     claims = acl.depth_claims(deep, shallow, deep_exit=3, deep_backbone="big", shallow_backbone="small")
     assert claims["claim"].tolist() == ["big exit 3 (acl_cl) >= small (4 layers, joint)"]
     assert claims["our_effect"].iloc[0] == pytest.approx(-2.5)
-    assert claims["tolerance"].iloc[0] == pytest.approx(1.0)  # 2 SE: sd 0.71 over 2 seeds against sd 0
-    assert claims["verdict"].iloc[0] == "not reproduced"
+    # sd 0.71 over 2 seeds against sd 0: one degree of freedom, whose quantile is 12.7
+    assert claims["tolerance"].iloc[0] == pytest.approx(t_quantile(1) * 0.5)
+    assert claims["verdict"].iloc[0] == "within noise"
+    assert claims["control"].iloc[0].startswith("big exit 3 with joint: ")  # the control's row travels with it
 
 
 def test_deep_exit_claims_compare_acl_cl_with_joint_ce_on_the_deep_backbone_only():

@@ -27,7 +27,8 @@ import time
 import numpy as np
 import pandas as pd
 from ..evaluation.glue import MAJORITY_LABEL, majority_class_scores, mark_majority_class
-from ..report.claims import AT_FLOOR, Side, Spread, claims_table, floor_sides, judge, seed_noise
+from ..report.claims import (AT_FLOOR, Control, Side, Spread, binomial_evaluation, claims_table, floor_sides, judge,
+                             seed_noise)
 from ..training.aligned_contrastive import AclConfig, ContrastiveObjective, MultiExitConfig, MultiExitObjective
 from ..training.glue import TASK_METRICS, GlueConfig, _encode
 
@@ -217,8 +218,24 @@ def score_table(runs: pd.DataFrame) -> pd.DataFrame:
                 values = chosen[metric].astype(float).dropna()
                 rows.append({"task": task, "metric": metric, "method": method, "mean": values.mean(),
                              "sd": values.std(ddof=1) if len(values) > 1 else float("nan"), "seeds": len(values),
-                             "at_floor": all_at_floor(chosen)})
-    return pd.DataFrame(rows, columns=["task", "metric", "method", "mean", "sd", "seeds", "at_floor"])
+                             "at_floor": all_at_floor(chosen), "dev_examples": _dev_examples(chosen)})
+    return pd.DataFrame(rows, columns=["task", "metric", "method", "mean", "sd", "seeds", "at_floor", "dev_examples"])
+
+
+def _dev_examples(runs: pd.DataFrame):
+    """How many dev examples the runs were scored on (the test set's noise rests on it); NaN where not stored."""
+    if "dev_examples" not in runs or runs["dev_examples"].isna().all():
+        return float("nan")
+    return int(runs["dev_examples"].max())
+
+
+def dev_evaluation(count, scores, metric: str, sides: int = 2):
+    """The dev set's own sampling noise of a difference of ``sides`` scores (``scores``: their means), each on
+    ``count`` dev examples (:func:`~bertsent.report.claims.binomial_evaluation`; 1/sqrt(n) for an MCC); None where
+    the count is not stored."""
+    if count is None or pd.isna(count):
+        return None
+    return binomial_evaluation(int(count), float(np.mean(scores)), "mcc" if metric == "mcc" else "accuracy", sides)
 
 
 def main_table(scores: pd.DataFrame, decimals: int = 2) -> pd.DataFrame:
@@ -336,6 +353,7 @@ def lambda_table(runs: pd.DataFrame) -> pd.DataFrame:
              .reset_index())
     table["at_floor"] = [all_at_floor(group) for _, group in grouped]
     table["metric"] = table["task"].map(task_metric)
+    table["dev_examples"] = [_dev_examples(group) for _, group in grouped]
     return table.sort_values(["method", "weight"], key=lambda c: c.map(
         {m: i for i, m in enumerate(METHODS)}) if c.name == "method" else c).reset_index(drop=True)
 
@@ -360,6 +378,11 @@ def _side(scores: pd.DataFrame, task: str, metric: str, method: str) -> tuple[fl
             bool(row.get("at_floor", False)))
 
 
+def _dev_count(scores: pd.DataFrame, task: str):
+    rows = scores[scores["task"] == task]
+    return rows["dev_examples"].max() if "dev_examples" in rows else None
+
+
 def _floor(*at_floor: bool) -> str | None:
     """The floor for :func:`~bertsent.report.claims.judge`: the majority class when every side sits at it."""
     return MAJORITY_LABEL if at_floor and all(at_floor) else None
@@ -382,7 +405,8 @@ def main_claims(scores: pd.DataFrame, better: str = "acl", against=("ce", "ce_sc
             if other not in present:
                 continue
             theirs, other_side, other_floored = _side(scores, task, metric, other)
-            noise = seed_noise(side, other_side, reference=reference)
+            noise = seed_noise(side, other_side, reference=reference,
+                               evaluation=dev_evaluation(_dev_count(scores, task), [ours, theirs], metric))
             rows.append(judge(f"{better} > {other}", ours - theirs, None, noise,
                               **floor_sides(floored, other_floored, MAJORITY_LABEL), task=task, metric=metric,
                               score=ours, compared_with=theirs))
@@ -449,7 +473,7 @@ def lambda_claim(table: pd.DataFrame, gated: str = "acl", ungated: str = "acl_em
     when all four sit at the majority class."""
     rows = []
     for task, group in table.groupby("task", sort=False):
-        sides, ranges, floors = [], {}, []
+        sides, ranges, floors, means = [], {}, [], []
         for method in (ungated, gated):
             part = group[group["method"] == method]
             if len(part) < 2:
@@ -458,10 +482,13 @@ def lambda_claim(table: pd.DataFrame, gated: str = "acl", ungated: str = "acl_em
             ranges[method] = best["mean"] - worst["mean"]
             sides += [Side(0.0 if pd.isna(r["sd"]) else float(r["sd"]), int(r["seeds"])) for r in (best, worst)]
             floors += [bool(r.get("at_floor", False)) for r in (best, worst)]
+            means += [best["mean"], worst["mean"]]
         if len(ranges) < 2:
             continue
-        noise = seed_noise(*sides, reference=reference)
-        rows.append(judge(f"range over lambda: {ungated} > {gated}", ranges[ungated] - ranges[gated], None, noise,
+        noise = seed_noise(*sides, reference=reference,
+                           evaluation=dev_evaluation(_dev_count(group, task), means, task_metric(task), 4))
+        rows.append(judge(f"less sensitive to lambda (range of the score over lambda: {ungated} > {gated}, beyond "
+                          f"the noise)", ranges[ungated] - ranges[gated], None, noise,
                           floor=_floor(*floors), task=task, metric=task_metric(task),
                           range_without_grad=ranges[ungated], range_with_grad=ranges[gated]))
     return claims_table(rows)
@@ -548,6 +575,7 @@ def exit_table(exits: pd.DataFrame) -> pd.DataFrame:
              .agg(mean="mean", sd=lambda s: s.std(ddof=1) if len(s) > 1 else float("nan"), seeds="count")
              .reset_index())
     table["at_floor"] = [all_at_floor(group) for _, group in grouped]
+    table["dev_examples"] = [_dev_examples(group) for _, group in grouped]
     joint = table[table["mode"] == "joint"].set_index(["task", "exit"])["mean"]
     table["gain_over_joint"] = [row["mean"] - joint.get((row["task"], row["exit"]), float("nan"))
                                 for _, row in table.iterrows()]
@@ -622,12 +650,14 @@ def depth_table(deep_exits: pd.DataFrame, shallow_exits: pd.DataFrame, deep_exit
 
 def depth_claims(deep_exits: pd.DataFrame, shallow_exits: pd.DataFrame, deep_exit: int = 6,
                  deep_mode: str = "acl_cl", shallow_mode: str = "joint", deep_backbone: str = "deep",
-                 shallow_backbone: str = "shallow") -> pd.DataFrame:
+                 shallow_backbone: str = "shallow", control_mode: str | None = "joint") -> pd.DataFrame:
     """The claim "the 6th exit of a 12-layer multi-exit model trained with ACL-CL matches or beats a 6-layer model":
     per task, the deep backbone's exit ``deep_exit`` under ``deep_mode`` minus the shallow backbone's last exit under
     ``shallow_mode``, against the seed noise of the two means. "Matches or beats": *reproduced* (beyond the noise,
-    above) or *within noise* (matches) both agree with the paper; *not reproduced* means the exit is worse. How much
-    of that lead is ACL-CL's and how much the deeper backbone's is :func:`deep_exit_claims`' question."""
+    above) or *within noise* (matches) both agree with the paper; *not reproduced* means the exit is worse. The
+    control (``control_mode`` on the deep backbone at the same exit, where it was run) says how much of that lead is
+    ACL-CL's: where ACL-CL adds nothing beyond the noise over it, the verdict is *explained by the control*
+    (:class:`~bertsent.report.claims.Control`), and the row carries the control's score."""
     rows = []
     for task in list(dict.fromkeys(deep_exits["task"])):
         deep = _exit_scores(deep_exits, task, deep_mode, deep_exit)
@@ -635,12 +665,30 @@ def depth_claims(deep_exits: pd.DataFrame, shallow_exits: pd.DataFrame, deep_exi
         if not len(deep) or not len(shallow_rows):
             continue
         shallow = _exit_scores(shallow_rows, task, shallow_mode, int(shallow_rows["exit"].max()))
-        sides = [Side(float(part["score"].std(ddof=1)) if len(part) > 1 else 0.0, len(part)) for part in (deep, shallow)]
+        metric = task_metric(task)
+
+        def side(part):
+            return Side(float(part["score"].std(ddof=1)) if len(part) > 1 else 0.0, len(part))
+
+        def evaluation(*parts):
+            counts = [part["dev_examples"].max() for part in parts if "dev_examples" in part]
+            return dev_evaluation(max(counts) if counts else None, [p["score"].mean() for p in parts], metric)
+
+        # the control: the deep backbone at the same exit without ACL-CL, which says how much of the lead is
+        # ACL-CL's and how much the deeper backbone's
+        control_rows = _exit_scores(deep_exits, task, control_mode, deep_exit) if control_mode else deep.iloc[:0]
+        control = None
+        if len(control_rows) and control_mode != deep_mode:
+            control = Control(f"{deep_backbone} exit {deep_exit} with {control_mode}: "
+                              f"{control_rows['score'].mean():.2f}",
+                              deep["score"].mean() - control_rows["score"].mean(),
+                              seed_noise(side(deep), side(control_rows), evaluation=evaluation(deep, control_rows)))
         rows.append(judge(f"{deep_backbone} exit {deep_exit} ({deep_mode}) >= {shallow_backbone} "
                           f"({int(shallow_rows['exit'].max())} layers, {shallow_mode})",
-                          deep["score"].mean() - shallow["score"].mean(), None, seed_noise(*sides),
-                          **floor_sides(all_at_floor(deep), all_at_floor(shallow), MAJORITY_LABEL), task=task,
-                          metric=task_metric(task), score=deep["score"].mean(), compared_with=shallow["score"].mean()))
+                          deep["score"].mean() - shallow["score"].mean(), None,
+                          seed_noise(side(deep), side(shallow), evaluation=evaluation(deep, shallow)),
+                          **floor_sides(all_at_floor(deep), all_at_floor(shallow), MAJORITY_LABEL), control=control,
+                          task=task, metric=metric, score=deep["score"].mean(), compared_with=shallow["score"].mean()))
     return claims_table(rows)
 
 
@@ -695,7 +743,9 @@ def exit_claims(table: pd.DataFrame, mode: str = "acl_cl", against=("joint", "kd
                 continue
             a, b = modes.loc[mode], modes.loc[other]
             noise = seed_noise(Side(0.0 if pd.isna(a["sd"]) else a["sd"], int(a["seeds"])),
-                               Side(0.0 if pd.isna(b["sd"]) else b["sd"], int(b["seeds"])))
+                               Side(0.0 if pd.isna(b["sd"]) else b["sd"], int(b["seeds"])),
+                               evaluation=dev_evaluation(a.get("dev_examples"), [a["mean"], b["mean"]],
+                                                         task_metric(task)))
             floors = bool(a.get("at_floor", False)), bool(b.get("at_floor", False))
             rows.append(judge(f"{mode} > {other}", a["mean"] - b["mean"], None, noise,
                               **floor_sides(*floors, MAJORITY_LABEL), task=task, exit=int(exit_),

@@ -97,11 +97,11 @@ def inference_claims(inference: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFra
     - "sg_opt faster than mean": 100 * (1 - SG-OPT's ratio to mean); the paper's 10.51 s against 13.94 s is +24.6;
     - "post-processing slower than sg_opt": 100 * (whitening's ratio - SG-OPT's); the paper's BERT-flow, +129.
 
-    The tolerance is 2 SE of the mean of the per-repeat ratios (``ratio_sd`` / sqrt(repeats); for the second claim
-    both readouts' spreads added in quadrature). Timing is the machine's, not the method's: the verdict says whether
+    The tolerance is the t quantile (repeats - 1 degrees of freedom) times the SE of the mean of the per-repeat
+    ratios (``ratio_sd`` / sqrt(repeats); for the second claim both readouts' spreads added in quadrature). Timing is the machine's, not the method's: the verdict says whether
     this machine measured the paper's difference, on a shared CPU.
     """
-    from ..report.claims import Noise, Z, claims_table, judge
+    from ..report.claims import Noise, claims_table, judge, t_quantile
 
     paper_ratio = paper["inference_ratio_to_mean"]
     rows = []
@@ -113,8 +113,10 @@ def inference_claims(inference: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFra
 
         def noise(*names: str) -> Noise:
             spread = math.sqrt(sum(float(readouts.loc[name, "ratio_sd"]) ** 2 for name in names))
-            return Noise(100 * Z * spread / math.sqrt(repeats), f"{repeats} timing repeats",
-                         f"{Z:g} SE of the mean per-repeat time ratio ({', '.join(names)} to mean)")
+            quantile = t_quantile(max(repeats - 1, 1))
+            return Noise(100 * quantile * spread / math.sqrt(repeats), f"{repeats} timing repeats",
+                         f"t {quantile:.2f} ({max(repeats - 1, 1)} df) x SE of the mean per-repeat time ratio "
+                         f"({', '.join(names)} to mean)")
 
         sg_opt = float(readouts.loc["sg_opt", "ratio_to_peer"])
         rows.append(judge("sg_opt faster than mean (% of mean's time)", 100 * (1 - sg_opt),

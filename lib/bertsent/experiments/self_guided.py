@@ -5,6 +5,8 @@ Runs are trained, cached and reused by :mod:`bertsent.experiments.runs`.
 """
 from __future__ import annotations
 
+import functools
+
 from functools import cache
 from pathlib import Path
 
@@ -14,8 +16,8 @@ from ..data.sts import STSDataset
 from ..encode.causal_pooling import sentence_token_pooling
 from ..encode.encoder import Encoder
 from ..encode.whitening import Whitening
-from ..report.claims import (NO_CLAIM, Side, Spread, claims_table, dev_set_noise, judge, mean_of_sets_noise,
-                             seed_noise)
+from ..report.claims import (NO_CLAIM, Evaluation, Side, Spread, claims_table, correlation_evaluation, dev_set_noise,
+                             judge, mean_of_sets_evaluation, mean_of_sets_noise, seed_noise)
 from ..training.self_guided import SelfGuidedConfig
 from .store import digest_of
 from .sts_tables import layer_pooling_scores
@@ -197,6 +199,35 @@ def seed_averages(scores: pd.DataFrame, by: list[str], aggregation: str = "all")
     return sts_average(scores[scores["aggregation"] == aggregation], by + ["seed"]).rename(columns={"spearman": "avg"})
 
 
+@functools.lru_cache(maxsize=None)
+def sts_test_pairs(data_dir=None) -> dict[str, int]:
+    """The number of pairs of each STS test set, all subsets pooled (the ``all`` aggregation): what the
+    evaluation-set noise of a score on it rests on. Empty when the data is not found (the tolerances then say the
+    test set's noise is left out). The canonical profiles score the full test sets; a smoke run's few pairs are
+    not these counts, so its tolerances are too narrow."""
+    from ..data.sts import STS_DATASETS, load_sts
+    from ..paths import DataNotFoundError
+
+    try:
+        return {name: len(load_sts(name, "test", data_dir)) for name in STS_DATASETS}
+    except (DataNotFoundError, FileNotFoundError):
+        return {}
+
+
+def sts_evaluation(rows: pd.DataFrame, sides: int = 2, aggregation: str = "all") -> Evaluation | None:
+    """The test sets' own sampling noise of a difference between ``sides`` rows of STS scores (``rows``: their
+    per-seed rows, columns dataset, aggregation, spearman): per dataset the Fisher standard error of a Spearman
+    correlation at the rows' mean on that set's pairs (:func:`sts_test_pairs`), averaged over the datasets as the
+    score is. None when a set's size is not known."""
+    sizes = sts_test_pairs()
+    means = rows[rows["aggregation"] == aggregation].groupby("dataset")["spearman"].mean()
+    if not len(means) or any(name not in sizes for name in means.index):
+        return None
+    parts = [correlation_evaluation(sizes[name], float(means[name]), sides, f"{name} test pairs")
+             for name in means.index]
+    return parts[0] if len(parts) == 1 else mean_of_sets_evaluation(parts, "STS test sets")
+
+
 def _statistics(per_seed: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Per group of ``by`` of per-seed rows (columns ``by``, seed, value): the mean ``avg`` and standard deviation
     ``sd`` over seeds and the number of ``seeds``, 0 for a deterministic row (seed ``"-"``: untrained, whitening)."""
@@ -244,14 +275,10 @@ def measured_spreads(results_dir=None) -> dict[str, Spread]:
 
 
 def spread_for(spreads: dict[str, Spread], backbone: str) -> Spread | None:
-    """The spread measured on ``backbone``; else the largest one measured on another backbone, lent with a note
-    saying so; None when nothing was measured."""
-    if backbone in spreads:
-        return spreads[backbone]
-    if not spreads:
-        return None
-    spread = max(spreads.values(), key=lambda measured: measured.sd)
-    return Spread(spread.sd, spread.seeds, f"{spread.source}; lent to {backbone}, where it is not measured")
+    """The spread measured on ``backbone``; None when none was measured there. A spread is never lent across
+    backbones: how much a run moves with its seed depends on the backbone (its size, how far training moves it),
+    so another backbone's spread is no yardstick here."""
+    return spreads.get(backbone)
 
 
 def page_spreads(stats: pd.DataFrame, method: str = "sg_opt", where: str = "STS page") -> dict[str, Spread]:
@@ -309,8 +336,12 @@ def sts_claims(scores: pd.DataFrame, paper: pd.Series, claims: list[tuple[str, s
                 a, b = sides.loc[better], sides.loc[worse]
                 if pd.isna(a["avg"]) or pd.isna(b["avg"]):
                     continue
+                compared = scores[(scores["backbone"] == backbone) & pd.Series(
+                    [(m, d) in {(better, a["train_data"]), (worse, b["train_data"])}
+                     for m, d in zip(scores["method"], scores["train_data"])], index=scores.index)]
                 rows.append(judge(f"{better} > {worse}", a["avg"] - b["avg"], paper[better] - paper[worse],
-                                  seed_noise(_side_of(a), _side_of(b), reference=reference),
+                                  seed_noise(_side_of(a), _side_of(b), reference=reference,
+                                             evaluation=sts_evaluation(compared, 2, aggregation)),
                                   backbone=backbone, train_data=data))
     return claims_table(rows)
 
@@ -334,7 +365,9 @@ def _ablation_rows(scores: pd.DataFrame, reference: str, aggregation: str) -> tu
             judged = {"ratio": float("nan"), "tolerance": float("nan"), "noise_source": "", "verdict": NO_CLAIM}
             if row["variant"] != reference and pd.notna(reported_change):
                 claim = f"{row['variant']} {'<' if reported_change < 0 else '>'} {reference}"
-                noise = seed_noise(_side(row["std"], row["seeds"]), _side(base["std"], base["seeds"]), reference=spread)
+                compared = scores[(scores["backbone"] == backbone) & scores["variant"].isin([row["variant"], reference])]
+                noise = seed_noise(_side(row["std"], row["seeds"]), _side(base["std"], base["seeds"]), reference=spread,
+                                   evaluation=sts_evaluation(compared, 2, aggregation))
                 judged = judge(claim, change, reported_change, noise, backbone=backbone, variant=row["variant"])
                 claims.append(judged)
             rows.append({**row, "change": change, "paper_avg": paper["avg"].get(row["variant"], float("nan")),
@@ -437,19 +470,27 @@ def domain_claims(scores: pd.DataFrame, paper: pd.DataFrame, spreads: dict[str, 
                 keys = [(backbone, method, data) for data in (source, reference)]
                 return [table.loc[key] for key in keys] if all(key in table.index for key in keys) else None
 
+            def evaluation(methods, sets=(source, reference)):
+                chosen = scores[(scores["backbone"] == backbone) & scores["method"].isin(methods)
+                                & scores["train_data"].isin(sets)]
+                if score == "stsb":
+                    chosen = chosen[chosen["dataset"] == "stsb"]
+                return sts_evaluation(chosen, 2 * len(methods), aggregation)
+
             for method in dict.fromkeys(table.loc[backbone].index.get_level_values("method")):
                 sides = pair(method)
                 if sides is None or method not in paper.index:
                     continue
                 rows.append(judge(f"{method}: {source} - {reference} ({score})", sides[0]["avg"] - sides[1]["avg"],
-                                  paper.loc[method, score], seed_noise(*map(_side_of, sides), reference=lent),
+                                  paper.loc[method, score],
+                                  seed_noise(*map(_side_of, sides), reference=lent, evaluation=evaluation([method])),
                                   backbone=backbone, method=method, score=score))
             a, b = pair(robust[0]), pair(robust[1])
             if a is not None and b is not None and set(robust) <= set(paper.index):
                 ours = (a[0]["avg"] - a[1]["avg"]) - (b[0]["avg"] - b[1]["avg"])
                 rows.append(judge(f"{robust[0]} more robust than {robust[1]} ({score})", ours,
                                   paper.loc[robust[0], score] - paper.loc[robust[1], score],
-                                  seed_noise(*map(_side_of, a + b), reference=lent),
+                                  seed_noise(*map(_side_of, a + b), reference=lent, evaluation=evaluation(list(robust))),
                                   backbone=backbone, method=f"{robust[0]} vs {robust[1]}", score=score))
     return claims_table(rows)
 
