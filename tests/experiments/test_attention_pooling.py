@@ -9,7 +9,7 @@ import pytest
 from bertsent.data.nli import Triplets
 from bertsent.experiments import attention_pooling as ap
 from bertsent.experiments.runs import attention_identity, attention_run, attention_run_key
-from bertsent.report.claims import DIRECTION_ONLY, NOT_REPRODUCED, REPRODUCED, WITHIN_NOISE
+from bertsent.report.claims import DIRECTION_ONLY, LARGER, NOT_REPRODUCED, REPRODUCED, WITHIN_NOISE, t_quantile
 from bertsent.training.attention_pooling import AttentionPoolingConfig
 
 SEVEN = ["stsb", "sickr", "sts12", "sts13", "sts14", "sts15", "sts16"]
@@ -56,17 +56,23 @@ def test_ablation_table_means_sd_seeds_and_paper_column():
     assert np.isnan(table.loc["mean_last", "paper_stsb"])
 
 
+# a side of 2 seeds (variance v, 1 df) against a one-seed side lent that spread (variance 2v, 1 df): Welch-Satterthwaite
+# (3v)^2 / (v^2 + 4v^2) = 1.8 degrees of freedom
+ONE_LENT = t_quantile(9 / 5)
+
+
 def test_pooling_claims_effects_tolerance_and_verdicts():
     paper = pd.Series({"att_both_cls": 86.76, "cls_mean_last": 85.11, "att_both": 86.57})
     claims = ap.pooling_claims(SCORES, paper).set_index("claim")
     row = claims.loc["att_both_cls > cls_mean_last (stsb)"]
     assert row["our_effect"] == pytest.approx(10.0)  # 81 - 71
     assert row["paper_effect"] == pytest.approx(1.65)
-    assert row["tolerance"] == pytest.approx(2 * np.sqrt(2 / 2 + 2 / 2))  # sd sqrt(2) over 2 seeds on each side
-    assert row["verdict"] == REPRODUCED
+    # sd sqrt(2) over 2 seeds on each side: 1 + 1 degrees of freedom
+    assert row["tolerance"] == pytest.approx(t_quantile(2) * np.sqrt(2 / 2 + 2 / 2))
+    assert row["verdict"] == LARGER  # 10 points against the paper's 1.65: six times its size
     assert np.isnan(claims.loc["att_both_cls > cls_last (stsb)", "paper_effect"])  # a direction only
     # cls_last has one seed: it borrows att_both_cls's spread (sd sqrt(2) over 2 seeds)
-    assert claims.loc["att_both_cls > cls_last (stsb)", "tolerance"] == pytest.approx(2 * np.sqrt(2 / 2 + 2))
+    assert claims.loc["att_both_cls > cls_last (stsb)", "tolerance"] == pytest.approx(ONE_LENT * np.sqrt(2 / 2 + 2))
     assert "lent: att_both_cls over 2 seeds on m" in claims.loc["att_both_cls > cls_last (stsb)", "noise_source"]
     assert "att_both_cls > att_both (stsb)" not in claims.index  # att_both not trained here
 
@@ -79,7 +85,7 @@ def test_rq4_compares_the_fixed_readout_with_the_same_readout_trained_alone():
     assert claims["our_effect"].tolist() == pytest.approx([2.0, -1.0])
     assert claims["paper_effect"].isna().all()
     # the one-seed side borrows the pooler-trained readout's spread: sd sqrt(2) (cls_last), 0 (mean_last)
-    assert claims["tolerance"].tolist() == pytest.approx([2 * np.sqrt(2 / 2 + 2), 0.0])
+    assert claims["tolerance"].tolist() == pytest.approx([ONE_LENT * np.sqrt(2 / 2 + 2), 0.0])
     assert claims["verdict"].tolist() == [WITHIN_NOISE, NOT_REPRODUCED]
 
 
@@ -138,7 +144,7 @@ def test_geometry_and_search_claims_means_over_seeds_with_lent_spread():
     claims = ap.geometry_claims(geometry).set_index("quantity")
     assert claims.loc["anisotropy", "our_effect"] == pytest.approx(-0.2)  # mean 0.3 against 0.5
     sd = np.std([0.2, 0.4], ddof=1)
-    assert claims.loc["anisotropy", "tolerance"] == pytest.approx(2 * np.sqrt(sd ** 2 / 2 + sd ** 2))
+    assert claims.loc["anisotropy", "tolerance"] == pytest.approx(ONE_LENT * np.sqrt(sd ** 2 / 2 + sd ** 2))
     expected = judge("x", -0.2, None, seed_noise((sd, 2), (0.0, 1), reference=Spread(sd, 2, "lent")), direction=-1)
     assert claims.loc["anisotropy", "verdict"] == expected["verdict"] == WITHIN_NOISE
     assert claims.loc["uniformity", "tolerance"] == 0.0  # no spread over the pooler's seeds

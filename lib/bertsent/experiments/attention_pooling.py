@@ -25,7 +25,8 @@ from ..evaluation.geometry import geometry_summary
 from ..evaluation.retrieval import evaluate_retrieval
 from ..evaluation.sts import cosine_rows, evaluate_sts
 from ..models.layer_attention import FIXED_POOLINGS, POOLINGS
-from ..report.claims import Side, Spread, claims_table, judge, seed_noise
+from ..report.claims import (Side, Spread, claims_table, correlation_evaluation, judge, reciprocal_rank_evaluation,
+                             seed_noise)
 from ..training.attention_pooling import AttentionPoolingConfig
 
 METHOD_VERSION = 1  # bump when the maths changes
@@ -235,14 +236,29 @@ def _spread(row, value: str, label: str) -> Spread | None:
     return Spread(float(row[f"{value}_sd"]), int(row["seeds"]), label)
 
 
+def scored_pairs(max_pairs: int | None = None, name: str = "stsb", data_dir=None) -> int:
+    """How many pairs of the STS test set ``name`` a page scored: all of them, or with ``max_pairs`` the first
+    ``max_pairs`` of every subset (:func:`~bertsent.experiments.sts_tables.load_sts_datasets`)."""
+    from .sts_tables import load_sts_datasets
+
+    return len(load_sts_datasets([name], data_dir, max_pairs)[name])
+
+
+def _evaluation(pairs: int | None, a, b, metric: str):
+    """The test set's own noise of a difference of two STS-B correlations on ``pairs`` pairs (None: not known)."""
+    if not pairs or metric != "stsb":
+        return None
+    return correlation_evaluation(int(pairs), float((a[metric] + b[metric]) / 2), 2, "STS-B test pairs scored")
+
+
 def pooling_claims(scores: pd.DataFrame, paper: pd.Series, claims=RQ1_CLAIMS, metric: str = "stsb",
-                   aggregation: str = "all", reference: str = PAPER_POOLER) -> pd.DataFrame:
+                   aggregation: str = "all", reference: str = PAPER_POOLER, pairs: int | None = None) -> pd.DataFrame:
     """RQ1, "learned layer-wise pooling beats fixed pooling": each (better, worse) pair of trained poolings judged on
     ``metric`` (``stsb`` or ``avg``) with :func:`~bertsent.report.claims.judge`. The paper's effect is the difference
     of its STS-B figures where it reports both rows, else a direction only (the paper says the pooler beats every
     fixed pooling). Tolerance: :func:`~bertsent.report.claims.seed_noise` over each side's seeds; a one-seed side
     borrows the spread of ``reference`` (the paper's pooler) over its seeds on the same backbone, when it has two or
-    more."""
+    more. ``pairs``: the STS-B test pairs scored (:func:`scored_pairs`), whose sampling noise joins the tolerance."""
     per_seed = per_seed_scores(scores[scores["readout"] == "pooled"], aggregation)
     stats = _stats(per_seed, ["backbone", "pooling"], metric)
     rows = []
@@ -261,7 +277,7 @@ def pooling_claims(scores: pd.DataFrame, paper: pd.Series, claims=RQ1_CLAIMS, me
             rows.append(judge(f"{better} > {worse} ({metric})", a[metric] - b[metric],
                               None if pd.isna(effect) else float(effect),
                               seed_noise(_side(a[f"{metric}_sd"], a["seeds"]), _side(b[f"{metric}_sd"], b["seeds"]),
-                                         reference=lent),
+                                         reference=lent, evaluation=_evaluation(pairs, a, b, metric)),
                               backbone=backbone, rq="RQ1"))
     return claims_table(rows)
 
@@ -284,7 +300,8 @@ def rq4_table(scores: pd.DataFrame, pooler: str = PAPER_POOLER, aggregation: str
     return _stats(both, by, "stsb").merge(_stats(both, by, "avg").drop(columns="seeds"), on=by)
 
 
-def rq4_claims(table: pd.DataFrame, pooler: str = PAPER_POOLER, metric: str = "stsb") -> pd.DataFrame:
+def rq4_claims(table: pd.DataFrame, pooler: str = PAPER_POOLER, metric: str = "stsb",
+               pairs: int | None = None) -> pd.DataFrame:
     """RQ4, "the gain stays when the attention layer is removed at inference": the fixed readout of the pooler-trained
     encoder minus the same readout of the model trained without the pooler, per backbone; a direction (the paper gives
     no number for it here). A one-seed side borrows the spread of the pooler-trained encoder's readout over its
@@ -301,7 +318,7 @@ def rq4_claims(table: pd.DataFrame, pooler: str = PAPER_POOLER, metric: str = "s
         rows.append(judge(f"{readout} of the {pooler} encoder > {readout} trained alone ({metric})",
                           a[metric] - b[metric], None,
                           seed_noise(_side(a[f"{metric}_sd"], a["seeds"]), _side(b[f"{metric}_sd"], b["seeds"]),
-                                     reference=lent),
+                                     reference=lent, evaluation=_evaluation(pairs, a, b, metric)),
                           backbone=backbone, rq="RQ4"))
     return claims_table(rows)
 
@@ -387,7 +404,8 @@ def run_geometry(run: Run, dataset: STSDataset, readouts=READOUTS, **options) ->
         model, tokenizer, dataset, readouts, run.config.max_length, **options))
 
 
-def _seeded_difference(rows: pd.DataFrame, value: str, by: str, better: str, worse: str, label: str):
+def _seeded_difference(rows: pd.DataFrame, value: str, by: str, better: str, worse: str, label: str,
+                       evaluation=None):
     """``(ours, noise)`` for ``better`` - ``worse`` of the mean of ``value`` over seeds (``rows``: one per seed, a
     ``seed`` column, ``by`` naming the side); a one-seed side borrows ``better``'s spread when it has two seeds or
     more. None when a side is missing."""
@@ -397,7 +415,10 @@ def _seeded_difference(rows: pd.DataFrame, value: str, by: str, better: str, wor
         return None
     a, b = stats.loc[better], stats.loc[worse]
     lent = _spread(a, value, f"{better} over {int(a['seeds'])} seeds, {label}")
-    noise = seed_noise(_side(a[f"{value}_sd"], a["seeds"]), _side(b[f"{value}_sd"], b["seeds"]), reference=lent)
+    if callable(evaluation):
+        evaluation = evaluation(float((a[value] + b[value]) / 2))
+    noise = seed_noise(_side(a[f"{value}_sd"], a["seeds"]), _side(b[f"{value}_sd"], b["seeds"]), reference=lent,
+                       evaluation=evaluation)
     return float(a[value] - b[value]), noise
 
 
@@ -520,7 +541,9 @@ def search_claims(table: pd.DataFrame, paper_effect: float, pooler: str = PAPER_
     pooled = table[table["readout"] == "pooled"]
     rows = []
     for (backbone, name), group in pooled.groupby(["backbone", "set"], sort=False):
-        found = _seeded_difference(group, metric, "pooling", pooler, baseline, f"{name} on {backbone}")
+        queries = int(group["queries"].max()) if "queries" in group and metric.startswith("mrr") else None
+        evaluation = (lambda mrr, n=queries: reciprocal_rank_evaluation(n, mrr)) if queries else None
+        found = _seeded_difference(group, metric, "pooling", pooler, baseline, f"{name} on {backbone}", evaluation)
         if found is not None:
             rows.append(judge(f"{pooler} > {baseline} trained alone ({metric}, {name})", found[0], paper_effect,
                               found[1], backbone=backbone, rq="RQ3"))

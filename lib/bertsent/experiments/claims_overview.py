@@ -16,6 +16,7 @@ folder per page below it (``<inputs_dir>/<page>/<path under results>``), the lay
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from ..report.claims import claims_summary, rejudge
 # Each chapter's function imports its pages' modules itself: they import PyTorch and transformers, and a claims page
 # (which only reads CSVs) then starts in about 1 s instead of 5-7 s.
 
-METHOD_VERSION = 1  # bump when the maths changes
+METHOD_VERSION = 2  # bump when the maths changes (2: rule 3's inputs: test-set sizes, cost claims)
 
 # The STS claims of the paper's main table (Table 2), "A > B" on the seven-set average: as on the STS page.
 STS_CLAIMS = [("sg_opt", "cls"), ("sg", "cls"), ("sg_opt", "mean"), ("sg_opt", "sg"), ("sg_opt", "whitening")]
@@ -98,8 +99,15 @@ def sg_opt_claims(inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataF
     spreads = seed_spreads(ablations)
     paper_avg = reported.sg_opt_sts_table().loc["BERT-base", "avg"].rename({"bert_flow": "whitening"})
     paper_domain = reported.sg_opt_domain_changes().rename(index={"bert_flow": "whitening"})
-    transfer = rejudge(read_results("sg_opt_transfer", "transfer_claims.csv", inputs_dir, per_page))
-    return {"layer_pooling_claims.csv": figure1, "sts_baselines_claims.csv": baselines,
+    # the transfer tolerance is the test sets' binomial noise alone (no seeds): unlimited degrees of freedom
+    transfer = rejudge(read_results("sg_opt_transfer", "transfer_claims.csv", inputs_dir, per_page), df=math.inf)
+    cost = {}
+    if _path("sg_opt_cost", "cost/inference.csv", inputs_dir, per_page).is_file():
+        from .cost import inference_claims
+
+        cost = {"cost/inference_claims.csv": inference_claims(
+            read_results("sg_opt_cost", "cost/inference.csv", inputs_dir, per_page), reported.sg_opt_cost_table())}
+    return {**cost, "layer_pooling_claims.csv": figure1, "sts_baselines_claims.csv": baselines,
             "sts_main_claims.csv": sts_claims(scores, paper_avg, STS_CLAIMS, _trained_sets(scores), spreads),
             "transfer_claims.csv": transfer, "sg_ablations_claims.csv": ablation_claims(ablations),
             "sg_domain_claims.csv": domain_claims(domain, paper_domain, spreads)}
@@ -188,8 +196,12 @@ def attention_pooling_claims(inputs_dir=None, per_page: bool = False) -> dict[st
     from .attention_pooling import geometry_claims as pooled_geometry_claims
     from .attention_pooling import pooling_claims, rq4_claims, rq4_table, search_claims
 
+    from .attention_pooling import scored_pairs
+
     scores = read_results("attention_pooling_ablation", "attention_pooling/ablation_scores.csv", inputs_dir, per_page)
-    rq1, rq4 = pooling_claims(scores, reported.layer_attention_stsb()), rq4_claims(rq4_table(scores))
+    pairs = _scored_pairs("attention_pooling_ablation", inputs_dir, per_page, scored_pairs)
+    rq1 = pooling_claims(scores, reported.layer_attention_stsb(), pairs=pairs)
+    rq4 = rq4_claims(rq4_table(scores), pairs=pairs)
     geometry = read_results("attention_pooling_layers", "attention_pooling/geometry.csv", inputs_dir, per_page)
     retrieval = read_results("attention_pooling_search", "attention_pooling/retrieval.csv", inputs_dir, per_page)
     search = reported.layer_attention_search()
@@ -197,6 +209,20 @@ def attention_pooling_claims(inputs_dir=None, per_page: bool = False) -> dict[st
             "attention_pooling/claims_geometry.csv": pooled_geometry_claims(geometry[geometry["readout"] == "pooled"]),
             "attention_pooling/claims_search.csv": search_claims(
                 retrieval, float(search["layer_attention"] - search["baseline"]))}
+
+
+def _scored_pairs(page: str, inputs_dir, per_page: bool, count) -> int | None:
+    """The STS-B test pairs ``page`` scored, from its run record's ``max_pairs`` (``count``:
+    :func:`~bertsent.experiments.attention_pooling.scored_pairs`); None without a record or the data."""
+    from ..paths import DataNotFoundError
+
+    record = _path(page, f"runs/{page}.json", inputs_dir, per_page)
+    if not record.is_file():
+        return None
+    try:
+        return count(json.loads(record.read_text()).get("parameters", {}).get("max_pairs"))
+    except (DataNotFoundError, FileNotFoundError):
+        return None
 
 
 def acl_claims(inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataFrame]:
@@ -251,7 +277,7 @@ def _deep_exit_claims(exits: pd.DataFrame, inputs_dir=None, per_page: bool = Fal
 
 CHAPTERS = {
     "sg-opt": Chapter(sg_opt_claims, ("layer_pooling", "sts_baselines", "sg_opt_sts", "sg_opt_transfer",
-                                      "sg_opt_ablations", "sg_opt_domain")),
+                                      "sg_opt_ablations", "sg_opt_domain", "sg_opt_cost")),
     "geometry": Chapter(geometry_claims_overview, ("isotropy",)),
     "bert": Chapter(bert_claims, ("bert_pretraining", "bert_ablations", "bert_stall_study"), ("train_data", "run")),
     "attention-pooling": Chapter(attention_pooling_claims, ("attention_pooling_ablation", "attention_pooling_layers",
