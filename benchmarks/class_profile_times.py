@@ -8,10 +8,10 @@ with empty caches (``BERTSENT_CACHE`` and ``BERTSENT_EMBEDDINGS_CACHE`` in a scr
 times it from start to finish (kernel start, imports, loading the backbone, tokenising, training and scoring), and
 writes one row per page to
 ``results/benchmarks/class_profile_times.csv``: seconds, whether it ran, the machine (cores, the CPU instruction
-set PyTorch uses) and the commit. ``--readme`` also rewrites the README's table between its two markers from
-that CSV, so the README shows what was measured and nothing typed.
+set PyTorch uses) and the commit. ``--status-page`` also rewrites the table between its two markers on the book's
+page *Status of every page* (``book/status.md``) from that CSV, so the page shows what was measured and nothing typed.
 
-    .venv/bin/python benchmarks/class_profile_times.py [NAME ...] [--readme]
+    .venv/bin/python benchmarks/class_profile_times.py [NAME ...] [--status-page]
 
 Time the pages on an otherwise idle machine: the table is what a class's laptop would see.
 """
@@ -31,7 +31,7 @@ from bertsent.paths import REPO_ROOT
 from bertsent.report.io import write_csv_atomic
 
 TIMES = REPO_ROOT / "results" / "benchmarks" / "class_profile_times.csv"
-README = REPO_ROOT / "README.md"
+STATUS_PAGE = REPO_ROOT / "book" / "status.md"
 START, END = "<!-- class-profile-times:start -->", "<!-- class-profile-times:end -->"
 TARGET_MINUTES = 5.0
 
@@ -62,8 +62,8 @@ def time_page(name: str) -> dict:
     return {"page": name, "seconds": round(seconds, 1), "ran": done.returncode == 0, "message": last_line[:300]}
 
 
-def readme_table(times: pd.DataFrame) -> str:
-    """The README's table: page, minutes, within the target; the machine it was measured on."""
+def times_table(times: pd.DataFrame) -> str:
+    """The status page's table: page, minutes, within the target; the machine it was measured on."""
     rows = ["| page | minutes | within 5 min |", "|---|---:|---|"]
     for row in times.itertuples():
         verdict = "did not run" if not row.ran else ("yes" if row.seconds <= TARGET_MINUTES * 60 else "**no**")
@@ -79,20 +79,20 @@ def readme_table(times: pd.DataFrame) -> str:
     return "\n".join(rows)
 
 
-def update_readme(times: pd.DataFrame, readme: Path = README) -> None:
-    text = readme.read_text()
+def update_status_page(times: pd.DataFrame, page: Path = STATUS_PAGE) -> None:
+    text = page.read_text()
     if START not in text or END not in text:
-        raise SystemExit(f"{readme} has no {START} ... {END} markers; add them where the table belongs.")
+        raise SystemExit(f"{page} has no {START} ... {END} markers; add them where the table belongs.")
     head, rest = text.split(START, 1)
     _, tail = rest.split(END, 1)
-    readme.write_text(f"{head}{START}\n{readme_table(times)}\n{END}{tail}")
+    page.write_text(f"{head}{START}\n{times_table(times)}\n{END}{tail}")
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("pages", nargs="*", help="page names (default: every page of the class profile)")
     parser.add_argument("--output", type=Path, default=TIMES)
-    parser.add_argument("--readme", action="store_true", help="rewrite the README's table from the CSV")
+    parser.add_argument("--status-page", action="store_true", help="rewrite the table of book/status.md from the CSV")
     args = parser.parse_args(argv)
     known = list(load_config()["profiles"]["class"])
     unknown = [p for p in args.pages if p not in known]
@@ -111,8 +111,8 @@ def main(argv=None) -> int:
         times = pd.concat([kept[~kept["page"].isin(times["page"])], times], ignore_index=True)
         times = times.set_index("page").loc[[p for p in known if p in set(times["page"])]].reset_index()
     write_csv_atomic(times, args.output, index=False)
-    if args.readme:
-        update_readme(times)
+    if args.status_page:
+        update_status_page(times)
     return 0 if times["ran"].all() else 1
 
 

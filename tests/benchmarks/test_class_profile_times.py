@@ -1,4 +1,4 @@
-"""The class profile's timing script: every page has a class setting, and the README's table is built from the CSV."""
+"""The class profile's timing script: every page has a class setting, and the status page's table is built from the CSV."""
 import importlib.util
 
 import pandas as pd
@@ -30,21 +30,21 @@ def times(seconds, ran=(True, True)):
                          "date": ["2026-12-01"] * 2})
 
 
-def test_readme_table_says_which_pages_exceed_five_minutes(script):
-    table = script.readme_table(times([120.0, 301.0], ran=(True, True)))
+def test_times_table_says_which_pages_exceed_five_minutes(script):
+    table = script.times_table(times([120.0, 301.0], ran=(True, True)))
     assert "| a | 2.0 | yes |" in table and "| b | 5.0 | **no** |" in table
     assert "longest page 5.0 min" in table and "2 cores (AVX2, 1 PyTorch thread(s), load average 0.1-1.2" in table
-    assert "| b | 0.1 | did not run |" in script.readme_table(times([120.0, 6.0], ran=(True, False)))
+    assert "| b | 0.1 | did not run |" in script.times_table(times([120.0, 6.0], ran=(True, False)))
 
 
-def test_update_readme_replaces_only_the_marked_table(script, tmp_path):
-    readme = tmp_path / "README.md"
-    readme.write_text(f"before\n{script.START}\nold table\n{script.END}\nafter\n")
-    script.update_readme(times([60.0, 90.0]), readme)
-    text = readme.read_text()
+def test_update_status_page_replaces_only_the_marked_table(script, tmp_path):
+    page = tmp_path / "status.md"
+    page.write_text(f"before\n{script.START}\nold table\n{script.END}\nafter\n")
+    script.update_status_page(times([60.0, 90.0]), page)
+    text = page.read_text()
     assert text.startswith("before\n") and text.endswith("after\n") and "old table" not in text
     assert "| a | 1.0 | yes |" in text
     unmarked = tmp_path / "plain.md"
     unmarked.write_text("no markers here\n")
     with pytest.raises(SystemExit, match="markers"):
-        script.update_readme(times([60.0, 90.0]), unmarked)
+        script.update_status_page(times([60.0, 90.0]), unmarked)
