@@ -9,7 +9,10 @@ What the loop does, at each step ``s`` from the saved step to ``settings.total_s
 2. ``batch = method.batches(s)``; ``losses = method.loss(model, batch)``: a dict of named loss terms whose
    ``"loss"`` entry is what is backpropagated (the others are kept for hooks and error messages);
 3. stops with :class:`TrainingDivergedError` (naming the step, the learning rate and the last good checkpoint)
-   when ``losses["loss"]`` is not finite;
+   when ``losses["loss"]`` is not finite, or (after the step) when the median loss of the last
+   ``settings.divergence_window`` steps has grown past ``settings.divergence_factor`` times the running loss's
+   lowest value so far (:func:`check_divergence`); the checkpoint on disk
+   is then the last one written before, never one of the diverged model;
 4. ``method.backward(model, losses)`` (``accelerator.backward(losses["loss"])`` unless overridden),
    ``method.before_optimizer_step(model, losses)`` (gradients are there: record or change them), gradient
    clipping at ``settings.max_grad_norm``, the optimizer and scheduler steps;
@@ -26,7 +29,7 @@ At the end the best checkpoint's weights are put back into the model (``settings
 
 The shared parts are also usable on their own: :func:`seed_everything`, :func:`seed_step`,
 :func:`decay_parameter_groups`, :func:`adamw`, :func:`warmup_schedule`, :func:`clip_gradients`,
-:func:`check_finite`, :class:`Checkpoint`, :func:`smoothed`.
+:func:`check_finite`, :func:`check_divergence`, :class:`Checkpoint`, :func:`smoothed`.
 
 A method plugs in by subclassing :class:`Method` (only ``batches`` and ``loss`` are required)::
 
@@ -53,6 +56,7 @@ a gradient check between two terms overrides ``backward`` (``torch.autograd.grad
 """
 from __future__ import annotations
 
+import collections
 import math
 import time
 from dataclasses import dataclass, field
@@ -162,6 +166,27 @@ def check_finite(losses: dict, step: int, learning_rate: float, checkpoint: str,
                     for name, value in losses.items() if name != "loss")
     raise error(f"{what} became {total.item()} at step {step} (learning rate {learning_rate:.3g}{terms}). "
                 f"{advice + ' ' if advice else ''}The last good checkpoint: {checkpoint}.")
+
+
+def check_divergence(recent, lowest: float, first: float, step: int, learning_rate: float, checkpoint: str,
+                     advice: str = "", error: type[Exception] = TrainingDivergedError, factor: float | None = 10.0,
+                     window: int = 10) -> None:
+    """Raise ``error`` when the median of the ``recent`` losses (the last ``window`` steps'; fewer: no check) is
+    above ``factor`` times ``lowest``, the running (smoothed) loss's lowest value so far. The median over a window
+    lets one outlier batch pass; the bound is at least ``factor`` times a tenth of ``first`` (the running loss at
+    the first step), so a loss that falls near zero does not turn noise into a divergence, and a loss at or below
+    zero never trips it. One line: the step, the loss, its lowest, the learning rate, the likely cause and
+    ``checkpoint``. ``factor`` None: no check."""
+    if factor is None or len(recent) < window:
+        return
+    median = sorted(recent)[len(recent) // 2]
+    bound = factor * max(lowest, abs(first) / 10)
+    if bound <= 0 or not median > bound:  # NaN is check_finite's
+        return
+    raise error(f"Loss diverged at step {step}: its median over the last {len(recent)} steps, {median:.6g}, is over "
+                f"{factor:g} times its lowest running average {lowest:.6g} (learning rate {learning_rate:.3g}); the "
+                f"likely cause is a learning rate too high for this model. {advice + ' ' if advice else ''}"
+                f"The last good checkpoint: {checkpoint}.")
 
 
 class Checkpoint:
@@ -296,6 +321,9 @@ class LoopSettings:
     max_grad_norm: float | None = 1.0
     step_seed: int | None = None  # seed each step from (step_seed, step); None: one global stream
     loss_smoothing: float = 0.1  # running loss: (1 - w) * running + w * loss
+    # stop when the loss exceeds this many times the running loss's lowest (check_divergence); None: NaN/inf only
+    divergence_factor: float | None = 10.0
+    divergence_window: int = 10  # ... the median of the last this many steps' losses does
     resume: bool = True
     restore_best: bool = True  # put best.pt's weights back at the end (when one was written)
     stop_after: int | None = None  # leave after this many steps of this call, as if interrupted (a checkpoint is written)
@@ -373,6 +401,8 @@ def train_loop(method: Method, model: torch.nn.Module, optimizer, scheduler, set
     unwrapped = accelerator.unwrap_model(model)
     trainable = method.trainable_parameters(unwrapped)
     running = float("nan")
+    lowest = first = float("nan")  # the running loss's lowest and first values in this call (check_divergence)
+    recent = collections.deque(maxlen=settings.divergence_window)  # the last steps' losses (check_divergence)
     total = settings.total_steps
 
     def last_checkpoint() -> str:
@@ -423,6 +453,12 @@ def train_loop(method: Method, model: torch.nn.Module, optimizer, scheduler, set
         state["step"] += 1
         steps_this_call += 1
         running = smoothed(running, losses["loss"].item(), settings.loss_smoothing)
+        first = running if math.isnan(first) else first
+        lowest = running if math.isnan(lowest) else min(lowest, running)
+        recent.append(losses["loss"].item())
+        check_divergence(recent, lowest, first, state["step"], scheduler.get_last_lr()[0], last_checkpoint(),
+                         method.divergence_advice, method.diverged_error, settings.divergence_factor,
+                         settings.divergence_window)
         method.after_step(state, batch, losses)
         state["seconds"] = time.time() - started
         progress.update(1)

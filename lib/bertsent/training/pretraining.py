@@ -386,7 +386,16 @@ def main(argv=None) -> int:
         if name not in known:
             parser.error(f"unknown configuration field {name!r}; known: {', '.join(known)}")
         values[name] = json.loads(value) if value[:1] in "[{0123456789-" or value in ("true", "false") else value
-    result = pretrain(args.output, PretrainingConfig(**values), resume=not args.no_resume, corpus_dir=args.corpus_dir)
+    import sys
+
+    from .loop import TrainingDivergedError
+
+    try:
+        result = pretrain(args.output, PretrainingConfig(**values), resume=not args.no_resume,
+                          corpus_dir=args.corpus_dir)
+    except TrainingDivergedError as error:  # one line: the step, the loss, the cause, the last good checkpoint
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     scores = "; ".join(f"held-out {key.split('_')[1].upper()} accuracy {value:.4f}"
                        for key, value in result.history[-1].items() if key.endswith("_accuracy"))
     print(f"{result.steps} steps, {result.tokens:,} tokens in {result.seconds:.0f} s; {scores}; "

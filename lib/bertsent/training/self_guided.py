@@ -303,8 +303,12 @@ def main(argv=None) -> int:
     dev = load_stsb("dev", args.data_dir)
     if args.dev_pairs:
         dev = dev.head(args.dev_pairs)
-    result = train_self_guided(args.backbone, training_sentences(args.train_data, args.data_dir), dev, args.output,
-                               config, resume=not args.no_resume)
+    try:
+        result = train_self_guided(args.backbone, training_sentences(args.train_data, args.data_dir), dev,
+                                   args.output, config, resume=not args.no_resume)
+    except TrainingDivergedError as error:  # one line: the step, the loss, the cause, the last good checkpoint
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     print(f"best STS-B dev {result.best_dev:.2f} at step {result.best_step} of {result.steps}; model in {result.output_dir / 'model'}")
     return 0
 
