@@ -88,11 +88,13 @@ def test_inference_claims_weigh_each_ratio_by_its_spread_over_repeats():
     faster = claims.loc["sg_opt faster than mean (% of mean's time)"]
     assert faster["our_effect"] == pytest.approx(30.0)
     assert faster["paper_effect"] == pytest.approx(100 * (1 - 10.51 / 13.94))
-    assert faster["tolerance"] == pytest.approx(100 * 2 * 0.03 / 2)  # 2 SE over 4 repeats
+    from bertsent.report.claims import t_quantile
+
+    assert faster["tolerance"] == pytest.approx(100 * t_quantile(3) * 0.03 / 2)  # t at 3 df x SE over 4 repeats
     assert faster["verdict"] == "reproduced"
     slower = claims.loc["post-processing slower than sg_opt (% of mean's time)"]
     assert slower["our_effect"] == pytest.approx(35.0)
-    assert slower["tolerance"] == pytest.approx(100 * 2 * (0.02 ** 2 + 0.03 ** 2) ** 0.5 / 2)
+    assert slower["tolerance"] == pytest.approx(100 * t_quantile(3) * (0.02 ** 2 + 0.03 ** 2) ** 0.5 / 2)
     assert slower["verdict"] == "direction only"  # 35 of the paper's 129
     one_repeat = inference.assign(ratio_sd=float("nan"), repeats=1)
     assert set(inference_claims(one_repeat, sg_opt_cost_table())["verdict"]) == {"noise not measured"}

@@ -339,3 +339,42 @@ def provenance(records: pd.DataFrame) -> str:
     elif parts:
         text += " Every page was executed with the current verdict rule: its verdicts and these agree."
     return text
+
+
+# The claims CSVs of each chapter, as globs under results/ (every file a chapter's claims function or its pages write).
+CHAPTER_FILES = {
+    "sg-opt": ("layer_pooling_claims.csv", "sts_baselines_claims.csv", "sts_main_claims.csv", "transfer_claims.csv",
+               "sg_ablations_claims.csv", "sg_domain_claims.csv", "cost/inference_claims.csv"),
+    "geometry": ("isotropy/claims.csv",),
+    "bert": ("bert/*_claims.csv",),
+    "attention-pooling": ("attention_pooling/claims_*.csv",),
+    "aligned-contrastive": ("aligned-contrastive/*_claims.csv",),
+}
+SCOREBOARD = "claims_scoreboard.csv"
+
+
+def scoreboard(results_dir=None) -> pd.DataFrame:
+    """The book's verdicts at a glance: per chapter (:data:`CHAPTER_FILES`), how many claims got each verdict of
+    :data:`~bertsent.report.claims.VERDICTS`, counted from the committed claims CSVs (rows without a claim left
+    out), with a ``total`` row and column; verdicts no row has are left out."""
+    from ..report.claims import NO_CLAIM, VERDICTS
+
+    base = _base(results_dir)
+    counts = {}
+    for chapter, patterns in CHAPTER_FILES.items():
+        verdicts = pd.concat([pd.read_csv(path)["verdict"] for pattern in patterns for path in sorted(base.glob(pattern))]
+                             or [pd.Series(dtype=str)], ignore_index=True)
+        counts[chapter] = verdicts[verdicts != NO_CLAIM].value_counts()
+    table = pd.DataFrame(counts).T.reindex(columns=list(VERDICTS)).fillna(0).astype(int)
+    table = table.loc[:, table.sum() > 0]
+    table.loc["total"] = table.sum()
+    table["total"] = table.sum(axis=1)
+    return table.rename_axis("chapter")
+
+
+def write_scoreboard(results_dir=None) -> pd.DataFrame:
+    """:func:`scoreboard`, written to ``claims_scoreboard.csv`` under ``results_dir`` (the intro page shows it);
+    each chapter's claims page rewrites it after its own claims, so it follows the latest verdicts."""
+    table = scoreboard(results_dir)
+    table.to_csv(_base(results_dir) / SCOREBOARD)
+    return table

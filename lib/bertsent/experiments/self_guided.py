@@ -220,7 +220,10 @@ def sts_evaluation(rows: pd.DataFrame, sides: int = 2, aggregation: str = "all")
     correlation at the rows' mean on that set's pairs (:func:`sts_test_pairs`), averaged over the datasets as the
     score is. None when a set's size is not known."""
     sizes = sts_test_pairs()
-    means = rows[rows["aggregation"] == aggregation].groupby("dataset")["spearman"].mean()
+    rows = rows[rows["aggregation"] == aggregation]
+    keys = [column for column in ("backbone", "method", "variant", "train_data") if column in rows]
+    # each side weighs the same, however many seeds it has
+    means = rows.groupby(["dataset", *keys], sort=False)["spearman"].mean().groupby(level="dataset").mean()
     if not len(means) or any(name not in sizes for name in means.index):
         return None
     parts = [correlation_evaluation(sizes[name], float(means[name]), sides, f"{name} test pairs")

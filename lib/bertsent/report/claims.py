@@ -251,7 +251,8 @@ def mean_of_sets_evaluation(parts: list[Evaluation], what: str = "sets") -> Eval
     if not parts:
         raise ValueError("no evaluation sets to combine")
     se = math.sqrt(sum(part.se ** 2 for part in parts)) / len(parts)
-    return Evaluation(se, f"{parts[0].source.split(',')[0]} per set, averaged over {len(parts)} {what}")
+    kind = re.split(r" at | \d", parts[0].source.split(",")[0])[0]
+    return Evaluation(se, f"{kind} per set, averaged over {len(parts)} {what}")
 
 
 def seed_noise(*sides: Side | tuple[float, int], reference: Spread | None = None,
