@@ -1,6 +1,7 @@
 """Figures of the teaching page *Contrastive learning in ten minutes* (:mod:`bertsent.experiments.toy_contrastive`).
 
-Drawn for the page width (about 9 inches): at most three panels a row, 10-11 pt text, complete legends.
+Drawn for the page width (:data:`bertsent.report.plots.PAGE_WIDTH` inches, so they are not shrunk): at most three
+panels a row, text of at least :data:`~bertsent.report.plots.MIN_FONT` points, complete legends outside the data.
 """
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from .plots import MIN_FONT, PAGE_WIDTH, legend_below, page_figure
+
 PAIR_COLOURS = {"positive": "tab:green", "same cluster": "tab:blue", "other cluster": "tab:red"}
 PAIR_LABELS = {"positive": "two views of one point", "same cluster": "same cluster, different points",
                "other cluster": "different clusters"}
@@ -18,7 +21,8 @@ PAIR_LABELS = {"positive": "two views of one point", "same cluster": "same clust
 def _grid(n_panels: int, ncols: int, panel: tuple[float, float]):
     ncols = min(ncols, n_panels)
     nrows = math.ceil(n_panels / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(panel[0] * ncols, panel[1] * nrows), squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(min(PAGE_WIDTH, panel[0] * ncols), panel[1] * nrows),
+                             squeeze=False)
     for ax in axes.ravel()[n_panels:]:
         ax.set_visible(False)
     return fig, axes.ravel()[:n_panels]
@@ -29,6 +33,7 @@ def _cluster_colours(clusters) -> dict:
     return {c: cmap(k % 10) for k, c in enumerate(sorted(set(clusters)))}
 
 
+@page_figure
 def circle_embeddings(embeddings: pd.DataFrame, inputs: pd.DataFrame | None = None, stages=None, ncols: int = 3):
     """The held-out points on the unit circle, one panel per stage ("before", then each temperature), coloured
     by cluster; with ``inputs``, a first panel shows the points themselves in the input plane.
@@ -38,14 +43,14 @@ def circle_embeddings(embeddings: pd.DataFrame, inputs: pd.DataFrame | None = No
     stages = list(stages or dict.fromkeys(embeddings["stage"]))
     colours = _cluster_colours(embeddings["cluster"])
     n_panels = len(stages) + (inputs is not None)
-    fig, axes = _grid(n_panels, ncols, (3.0, 3.1))
+    fig, axes = _grid(n_panels, ncols, (2.5, 2.6))
     panels = iter(axes)
     if inputs is not None:
         ax = next(panels)
         ax.scatter(inputs["x"], inputs["y"], c=[colours[c] for c in inputs["cluster"]], s=8, alpha=0.7, lw=0)
         ax.set_title("input points (2-D)", fontsize=11)
         ax.set_aspect("equal")
-        ax.tick_params(labelsize=9)
+        ax.tick_params(labelsize=MIN_FONT)
     angles = np.linspace(0, 2 * np.pi, 200)
     for ax, stage in zip(panels, stages):
         rows = embeddings[embeddings["stage"] == stage]
@@ -65,6 +70,7 @@ def circle_embeddings(embeddings: pd.DataFrame, inputs: pd.DataFrame | None = No
     return fig
 
 
+@page_figure
 def temperature_geometry(table: pd.DataFrame, circle_floor: float | None = None):
     """Alignment (left) and uniformity (right) against the temperature (log scale), both lower-is-better; the
     untrained encoder as a dotted line, and on the right the uniformity of an even spread over the circle.
@@ -73,7 +79,7 @@ def temperature_geometry(table: pd.DataFrame, circle_floor: float | None = None)
     """
     trained = table[table["temperature"].notna()].sort_values("temperature")
     before = table[table["temperature"].isna()]
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    fig, axes = plt.subplots(1, 2, figsize=(PAGE_WIDTH, 3.6))
     for ax, column, label in [(axes[0], "alignment", "alignment  E‖f(x)−f(x′)‖²\n(lower = views closer)"),
                               (axes[1], "uniformity", "uniformity  log E exp(−2‖f(x)−f(y)‖²)\n(lower = more spread)")]:
         ax.plot(trained["temperature"], trained[column], marker="o", color="tab:purple", label="trained")
@@ -88,17 +94,17 @@ def temperature_geometry(table: pd.DataFrame, circle_floor: float | None = None)
         ax.tick_params(labelsize=10)
     if circle_floor is not None:
         axes[1].axhline(circle_floor, color="tab:green", ls="--", label="even spread over the circle")
-    for ax in axes:
-        ax.legend(fontsize=9, loc="best")
-    fig.tight_layout()
+    handles = {label: handle for ax in axes for handle, label in zip(*ax.get_legend_handles_labels())}
+    legend_below(fig, list(handles.values()), list(handles), ncol=3)
     return fig
 
 
+@page_figure
 def similarity_histograms(similarities: pd.DataFrame, stages=None, ncols: int = 3, bins: int = 40):
     """Densities of the cosine of positive pairs, of distinct points of one cluster and of points of different
     clusters, one panel per stage. ``similarities``: columns stage, pair, cosine."""
     stages = list(stages or dict.fromkeys(similarities["stage"]))
-    fig, axes = _grid(len(stages), ncols, (3.0, 2.7))
+    fig, axes = _grid(len(stages), ncols, (2.5, 2.6))
     edges = np.linspace(-1, 1, bins + 1)
     for ax, stage in zip(axes, stages):
         rows = similarities[similarities["stage"] == stage]
@@ -110,21 +116,20 @@ def similarity_histograms(similarities: pd.DataFrame, stages=None, ncols: int = 
         ax.set_yscale("log")
         ax.set_title("untrained encoder" if stage == "before" else stage.replace("tau", "τ"), fontsize=11)
         ax.set_xlabel("cosine", fontsize=10)
-        ax.tick_params(labelsize=9)
+        ax.tick_params(labelsize=MIN_FONT)
     axes[0].set_ylabel("density (log scale)", fontsize=10)
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=10, frameon=False)
-    fig.tight_layout(rect=(0, 0.08 if len(axes) <= ncols else 0.04, 1, 1))
+    legend_below(fig, *axes[0].get_legend_handles_labels(), ncol=2)
     return fig
 
 
+@page_figure
 def loss_curves(history: pd.DataFrame, batch_size: int | None = None, smooth: int = 10):
     """InfoNCE loss against step, one line per temperature (a running mean over ``smooth`` steps); with
     ``batch_size``, the loss of a guess that gives every candidate the same probability, ``log(batch_size)``.
 
     ``history``: columns temperature, step, loss.
     """
-    fig, ax = plt.subplots(figsize=(9, 3.4))
+    fig, ax = plt.subplots(figsize=(PAGE_WIDTH, 3.4))
     temperatures = sorted(history["temperature"].unique())
     colours = plt.get_cmap("viridis")(np.linspace(0, 0.9, len(temperatures)))
     for colour, temperature in zip(colours, temperatures):
@@ -136,6 +141,5 @@ def loss_curves(history: pd.DataFrame, batch_size: int | None = None, smooth: in
     ax.set_xlabel("training step", fontsize=11)
     ax.set_ylabel("InfoNCE loss", fontsize=11)
     ax.tick_params(labelsize=10)
-    ax.legend(fontsize=9, ncol=2, loc="upper right")
-    fig.tight_layout()
+    legend_below(fig, *ax.get_legend_handles_labels(), ncol=3)
     return fig
