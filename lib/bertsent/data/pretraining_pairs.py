@@ -28,6 +28,7 @@ from .corpus import (
     corpus_file,
     document_hash,
     held_out_documents,
+    verify_corpus,
     iter_documents,
     split_sentences,
 )
@@ -241,5 +242,7 @@ def corpus_instances(tokenizer, split: str, files=None, max_length: int = 128, s
                      next_sentence: bool = True, corpus_dir=None, cache_dir=None) -> Instances:
     """Instances of several corpus files (default: all of them), concatenated."""
     files = list(files or CORPUS_FILES)
+    # the files checked (sha256, a share of known words) before any work; once per file while it is unchanged
+    verify_corpus(files, corpus_dir, tokenizer.get_vocab())
     return Instances.concatenate([shard_instances(f, tokenizer, split, max_length, seed, next_sentence,
                                                   corpus_dir, cache_dir) for f in files])

@@ -388,13 +388,14 @@ def main(argv=None) -> int:
         values[name] = json.loads(value) if value[:1] in "[{0123456789-" or value in ("true", "false") else value
     import sys
 
+    from ..data.corpus import CorpusChecksumError, CorpusContentError, CorpusNotFoundError
     from .loop import TrainingDivergedError
 
     try:
         result = pretrain(args.output, PretrainingConfig(**values), resume=not args.no_resume,
                           corpus_dir=args.corpus_dir)
-    except TrainingDivergedError as error:  # one line: the step, the loss, the cause, the last good checkpoint
-        print(f"error: {error}", file=sys.stderr)
+    except (TrainingDivergedError, CorpusNotFoundError, CorpusChecksumError, CorpusContentError) as error:
+        print(f"error: {error}", file=sys.stderr)  # one line: what, where, and the fix
         return 1
     scores = "; ".join(f"held-out {key.split('_')[1].upper()} accuracy {value:.4f}"
                        for key, value in result.history[-1].items() if key.endswith("_accuracy"))
