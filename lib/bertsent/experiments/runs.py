@@ -265,12 +265,15 @@ def transfer_scores(encoder, tasks: dict, pooling: str) -> pd.DataFrame:
 
 def pretraining_identity(config) -> dict:
     from ..data.corpus import CORPUS_FILES
-    from ..training.pretraining import TOKENIZER_SOURCE
+    from ..training.pretraining import LATER_FIELD_DEFAULTS, TOKENIZER_SOURCE
 
     files = config.corpus_files or tuple(CORPUS_FILES)
     settings = asdict(config)
     if settings["short_length"] is None:  # one phase: the key of a run made before the two-phase option existed
         del settings["short_length"], settings["short_fraction"]
+    for name, default in LATER_FIELD_DEFAULTS.items():  # likewise for the options added later, at their defaults
+        if settings.get(name, default) == default:
+            settings.pop(name, None)
     return {"kind": "pretraining", "config": settings, "corpus": {f: CORPUS_FILES.get(f) for f in files},
             "tokenizer": TOKENIZER_SOURCE, "methods": path_versions(PRETRAINING_PATH)["digest"]}
 

@@ -15,6 +15,7 @@ BERT_SIZES = {"tiny": (2, 128), "mini": (4, 256), "small": (4, 512), "medium": (
 # "mlm_nsp": BERT; "mlm": the no-NSP ablation; "ltr": a left-to-right language model without NSP (the
 # paper's "LTR & No NSP", Table 5)
 OBJECTIVES = ("mlm_nsp", "mlm", "ltr")
+ATTENTION_KERNELS = ("sdpa", "eager")
 
 
 def bert_config(size: str, vocab_size: int = 30522, max_position_embeddings: int = 512,
@@ -42,7 +43,8 @@ class BertForMaskedPretraining(BertForPreTraining):
     ``BertForPreTraining``, so ``AutoModel.from_pretrained`` reads a saved checkpoint as a plain BERT.
 
     ``forward`` returns a dict with ``loss`` (MLM loss, plus NSP loss when ``next_sentence_label`` is
-    given), ``mlm_loss``, ``nsp_loss``, ``mlm_correct`` / ``mlm_count`` and ``nsp_correct`` / ``nsp_count``.
+    given), ``mlm_loss``, ``nsp_loss``, ``mlm_count``, ``nsp_correct`` / ``nsp_count`` and, in eval mode only,
+    ``mlm_correct`` and the predictions (``mlm_predicted``, ``mlm_input``, ``mlm_target``).
     """
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, labels=None,
@@ -52,15 +54,18 @@ class BertForMaskedPretraining(BertForPreTraining):
         logits = self.cls.predictions(encoded.last_hidden_state[masked])
         targets = labels[masked]
         mlm_loss = F.cross_entropy(logits.float(), targets)
-        out = {"mlm_loss": mlm_loss, "loss": mlm_loss,
-               "mlm_correct": (logits.argmax(-1) == targets).sum(), "mlm_count": targets.numel(),
-               "mlm_predicted": logits.argmax(-1), "mlm_input": input_ids[masked], "mlm_target": targets}
+        out = {"mlm_loss": mlm_loss, "loss": mlm_loss, "mlm_count": targets.numel()}
+        # the predictions are for evaluation: in training, an argmax over the 30,522 logits of every masked
+        # position costs about a tenth of a CPU step and nothing reads it
+        if not self.training:
+            predicted = logits.argmax(-1)
+            out.update(mlm_correct=(predicted == targets).sum(), mlm_predicted=predicted,
+                       mlm_input=input_ids[masked], mlm_target=targets)
         if next_sentence_label is not None:
             nsp_logits = self.cls.seq_relationship(encoded.pooler_output)
             nsp_loss = F.cross_entropy(nsp_logits.float(), next_sentence_label)
-            out.update(nsp_loss=nsp_loss, loss=mlm_loss + nsp_loss,
-                       nsp_correct=(nsp_logits.argmax(-1) == next_sentence_label).sum(),
-                       nsp_count=next_sentence_label.numel())
+            out.update(nsp_loss=nsp_loss, loss=mlm_loss + nsp_loss, nsp_count=next_sentence_label.numel(),
+                       nsp_correct=(nsp_logits.argmax(-1) == next_sentence_label).sum())
         return out
 
 
@@ -96,8 +101,14 @@ class BertForLeftToRightPretraining(BertForPreTraining):
 
 
 def new_pretraining_model(size: str, vocab_size: int = 30522, seed: int = 0, objective: str = "mlm_nsp",
-                          dropout: float = 0.1) -> BertForMaskedPretraining | BertForLeftToRightPretraining:
-    """A randomly initialised model for ``objective`` (BERT's initialisation: normal(0, 0.02))."""
+                          dropout: float = 0.1, attention: str = "sdpa"
+                          ) -> BertForMaskedPretraining | BertForLeftToRightPretraining:
+    """A randomly initialised model for ``objective`` (BERT's initialisation: normal(0, 0.02)).
+
+    ``attention``: ``transformers``' attention kernel, ``"sdpa"`` or ``"eager"`` (the same maths; on a CPU in bf16
+    the eager one's backward is faster at length 128: ``benchmarks/pretraining_throughput.py``)."""
+    if attention not in ATTENTION_KERNELS:
+        raise ValueError(f"Unknown attention kernel {attention!r}; choose one of {', '.join(ATTENTION_KERNELS)}")
     if objective not in OBJECTIVES:
         raise ValueError(f"Unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
     torch.manual_seed(seed)
@@ -106,4 +117,5 @@ def new_pretraining_model(size: str, vocab_size: int = 30522, seed: int = 0, obj
     else:
         config = bert_config(size, vocab_size)
     config.hidden_dropout_prob = config.attention_probs_dropout_prob = dropout
+    config._attn_implementation = attention
     return (BertForLeftToRightPretraining if objective == "ltr" else BertForMaskedPretraining)(config)

@@ -142,6 +142,60 @@ def warmup_schedule(optimizer, warmup_steps: int, total_steps: int, shape: str =
     raise ValueError(f"schedule shape must be 'linear' or 'constant', not {shape!r}")
 
 
+class WarmupStableDecay(torch.optim.lr_scheduler.LRScheduler):
+    """Warm-up, stable, decay: a learning-rate schedule for a run of open length (Hägele et al. 2024; Hu et al. 2024,
+    MiniCPM). The multiplier of the base rate at step ``s`` is
+
+        f(s) = s / W                                  for s < W               (linear warm-up over W steps)
+             = 1                                      until the decay starts  (stable)
+             = max(0, 1 - (s - D) / N)                for s >= D              (linear decay to 0 over N steps)
+
+    times ``min(1, (s - R + 1) / M)`` for ``s >= R`` when the run was restarted at step ``R`` with a fresh optimizer
+    (a re-warm-up over ``M`` steps, so Adam's new moment estimates do not meet the full rate at once).
+
+    The decay is started on purpose: ``decay_start`` None keeps the rate constant, so a run can be continued for as
+    long as it needs and its decay set once its curve says so. Only the step and the re-warm-up are saved in
+    :meth:`state_dict`: the warm-up and decay come from the configuration each time, so a continued run may move its
+    decay (a later ``decay_start``) without meeting a stale one from its checkpoint.
+    """
+
+    def __init__(self, optimizer, warmup_steps: int, decay_start: int | None = None, decay_steps: int = 0,
+                 rewarm_from: int | None = None, rewarm_steps: int = 0):
+        if decay_start is not None and decay_steps < 1:
+            raise ValueError(f"A decay phase needs decay_steps >= 1, not {decay_steps!r}")
+        self.warmup_steps, self.decay_start, self.decay_steps = warmup_steps, decay_start, decay_steps
+        self.rewarm_from, self.rewarm_steps = rewarm_from, rewarm_steps
+        super().__init__(optimizer)
+        if rewarm_from:  # a run continued from saved weights at step rewarm_from: its schedule is there already
+            self.last_epoch = rewarm_from
+            self._set_rates()
+
+    def factor(self, step: int) -> float:
+        value = step / self.warmup_steps if step < self.warmup_steps else 1.0
+        if self.decay_start is not None and step >= self.decay_start:
+            value *= max(0.0, 1.0 - (step - self.decay_start) / self.decay_steps)
+        if self.rewarm_from is not None and self.rewarm_steps and step >= self.rewarm_from:
+            value *= min(1.0, (step - self.rewarm_from + 1) / self.rewarm_steps)
+        return value
+
+    def get_lr(self) -> list[float]:
+        return [base * self.factor(self.last_epoch) for base in self.base_lrs]
+
+    def _set_rates(self) -> None:
+        for group, rate in zip(self.optimizer.param_groups, self.get_lr()):
+            group["lr"] = rate
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+    def state_dict(self) -> dict:
+        return {"last_epoch": self.last_epoch, "base_lrs": self.base_lrs, "rewarm_from": self.rewarm_from,
+                "rewarm_steps": self.rewarm_steps}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        self.last_epoch, self.base_lrs = state_dict["last_epoch"], list(state_dict["base_lrs"])
+        self.rewarm_from, self.rewarm_steps = state_dict["rewarm_from"], state_dict["rewarm_steps"]
+        self._set_rates()
+
+
 def clip_gradients(accelerator, parameters, max_norm: float | None):
     """Clip the gradients' global norm at ``max_norm`` (None: no clipping); returns the norm before clipping."""
     if max_norm is None:
@@ -327,6 +381,12 @@ class LoopSettings:
     resume: bool = True
     restore_best: bool = True  # put best.pt's weights back at the end (when one was written)
     stop_after: int | None = None  # leave after this many steps of this call, as if interrupted (a checkpoint is written)
+    # also a checkpoint whenever this many minutes of wall time have passed since the last one (None: only at
+    # evaluations), so an interruption loses at most that much of a long run
+    checkpoint_minutes: float | None = None
+    # leave (after an evaluation and a checkpoint) once this call has run this many seconds: one stretch of a run
+    # that is continued later; every process leaves at the same step
+    stop_after_seconds: float | None = None
     show_progress: bool = True
     description: str = ""
 
@@ -410,6 +470,23 @@ def train_loop(method: Method, model: torch.nn.Module, optimizer, scheduler, set
             return "none written yet" if checkpoint.path is not None else "none (this trainer keeps none)"
         return f"{checkpoint.path} (step {last_good['step']})"
 
+    saved_at = {"time": time.time()}
+
+    def save_checkpoint() -> None:
+        if accelerator.is_main_process:
+            checkpoint.save(method.checkpoint_weights(unwrapped), optimizer, scheduler, state)
+        last_good["step"] = state["step"]
+        saved_at["time"] = time.time()
+
+    def out_of_time() -> bool:
+        """Whether this call's time is up, as every process agrees (the main process's clock decides)."""
+        if settings.stop_after_seconds is None:
+            return False
+        late = torch.tensor([float(time.time() - call_started >= settings.stop_after_seconds)])
+        if accelerator.num_processes > 1:
+            torch.distributed.broadcast(late, src=0)
+        return bool(late.item())
+
     def evaluate(force_checkpoint: bool = False) -> None:
         score = method.evaluate(unwrapped)
         state["history"].append(method.record(state, score, running))
@@ -423,19 +500,18 @@ def train_loop(method: Method, model: torch.nn.Module, optimizer, scheduler, set
         due = (settings.checkpoint_at_end if at_end
                else state["step"] > 0 and state["step"] % settings.checkpoint_every == 0)
         if checkpoint.path is not None and (due or force_checkpoint):
-            if accelerator.is_main_process:
-                checkpoint.save(method.checkpoint_weights(unwrapped), optimizer, scheduler, state)
-            last_good["step"] = state["step"]
+            save_checkpoint()
 
     model.train()
     progress = tqdm(total=total, initial=state["step"], unit="step", desc=settings.description,
                     disable=not settings.show_progress or not accelerator.is_main_process)
     started = time.time() - state["seconds"]
+    call_started = time.time()
     if settings.evaluate_at_start and state["step"] == 0 and not state["history"]:
         evaluate()
     steps_this_call = 0
     while state["step"] < total:
-        if settings.stop_after is not None and steps_this_call >= settings.stop_after:
+        if (settings.stop_after is not None and steps_this_call >= settings.stop_after) or out_of_time():
             evaluate(force_checkpoint=True)
             break
         if settings.step_seed is not None:
@@ -469,6 +545,9 @@ def train_loop(method: Method, model: torch.nn.Module, optimizer, scheduler, set
             evaluate()
         elif settings.log_every and state["step"] % settings.log_every == 0:
             state["history"].append(method.record(state, None, running))
+        if (checkpoint.path is not None and settings.checkpoint_minutes is not None and state["step"] < total
+                and time.time() - saved_at["time"] >= 60 * settings.checkpoint_minutes):
+            save_checkpoint()
     progress.close()
 
     if settings.restore_best and best_path is not None and state.get("best_step", -1) >= 0:

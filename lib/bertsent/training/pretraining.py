@@ -23,16 +23,36 @@ import torch
 from ..data.masking import FIRST_WORD_PIECE, mask_tokens, next_token_labels, pair_batch
 from ..data.pretraining_pairs import Instances, corpus_instances
 from ..evaluation.mlm import accuracy_by_position_type, majority_token, masked_positions
-from ..models.bert_pretraining import OBJECTIVES, new_pretraining_model
+from ..models.bert_pretraining import ATTENTION_KERNELS, OBJECTIVES, new_pretraining_model
 from ..paths import REPO_ROOT
 from ..report.tables import write_table
-from .loop import LoopSettings, Method, adamw, decay_parameter_groups, make_accelerator, train_loop, warmup_schedule
+from .loop import (
+    LoopSettings,
+    Method,
+    WarmupStableDecay,
+    adamw,
+    decay_parameter_groups,
+    make_accelerator,
+    train_loop,
+    warmup_schedule,
+)
 
 METHOD_VERSION = 1  # bump when the maths changes
 
 # the uncased WordPiece vocabulary of bert-base-uncased ships inside all-MiniLM-L6-v2 (byte-identical)
 TOKENIZER_SOURCE = "all-minilm-l6-v2"
 MASK_ID = 103  # [MASK] in the bert-base-uncased vocabulary
+
+
+SCHEDULES = ("linear", "constant", "wsd")
+HELDOUT_MASK_FRACTION = 0.15
+# fields added after runs were stored: at these values a run is the one it was before they existed, so they stay out
+# of its key (bertsent.experiments.runs.pretraining_identity)
+LATER_FIELD_DEFAULTS = {"warmup_steps": None, "decay_start": None, "decay_steps": 0, "mask_fraction": 0.15,
+                        "attention": "sdpa"}
+# what a warmup-stable-decay run may change between stretches (it extends the run or starts its decay; the
+# attention kernel computes the same maths): the rest must equal the checkpoint's
+EXTENDABLE_FIELDS = ("max_steps", "decay_start", "decay_steps", "eval_every", "attention")
 
 
 @dataclass
@@ -63,13 +83,38 @@ class PretrainingConfig:
     # a saved BertForPreTraining directory to continue from (None: random init); a relative path is read from the
     # repository's root, so a run's configuration (and key) is the same on every machine
     init_from: str | None = None
-    schedule: str = "linear"  # "linear" warm-up then linear decay to 0 (BERT); "constant" after warm-up
+    schedule: str = "linear"  # "linear" warm-up then linear decay to 0 (BERT); "constant" after warm-up; "wsd"
+    # warm-up, stable, decay (WarmupStableDecay): a run that can be continued for as long as it needs, whose decay
+    # is started on purpose by setting decay_start. Its fields: warm-up steps (None: warmup_ratio of max_steps), the
+    # step the linear decay to 0 starts (None: no decay yet) and its length in steps
+    warmup_steps: int | None = None
+    decay_start: int | None = None
+    decay_steps: int = 0
+    mask_fraction: float = 0.15  # the share of word pieces the masked LM predicts (BERT: 15%)
+    attention: str = "sdpa"  # transformers' attention kernel: "sdpa" or "eager" (the same maths; see bert_pretraining)
 
     def __post_init__(self):
         if self.objective not in OBJECTIVES:
             raise ValueError(f"Unknown objective {self.objective!r}; choose one of {', '.join(OBJECTIVES)}")
-        if self.schedule not in ("linear", "constant"):
-            raise ValueError(f"schedule must be 'linear' or 'constant', not {self.schedule!r}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, not {self.schedule!r}")
+        if self.schedule == "wsd" and self.short_length is not None:
+            raise ValueError("A warmup-stable-decay run has no fixed length, so it cannot be cut into BERT's two phases "
+                             "by a fraction of its steps: leave short_length None.")
+        if self.schedule != "wsd" and (self.decay_start is not None or self.decay_steps):
+            raise ValueError(f"decay_start and decay_steps belong to schedule 'wsd', not {self.schedule!r}.")
+        if self.decay_start is not None and (self.decay_steps < 1 or self.decay_start < 0):
+            raise ValueError(f"A decay phase needs decay_start >= 0 and decay_steps >= 1, not {self.decay_start!r} "
+                             f"and {self.decay_steps!r}.")
+        if self.decay_start is not None and self.max_steps > self.decay_start + self.decay_steps:
+            raise ValueError(f"max_steps {self.max_steps} runs past the end of the decay ({self.decay_start} + "
+                             f"{self.decay_steps}), where the learning rate is 0: lower max_steps or move the decay.")
+        if self.warmup_steps is not None and self.warmup_steps < 0:
+            raise ValueError(f"warmup_steps must be >= 0, not {self.warmup_steps!r}")
+        if not 0.0 < self.mask_fraction < 1.0:
+            raise ValueError(f"mask_fraction must lie in (0, 1), not {self.mask_fraction!r}")
+        if self.attention not in ATTENTION_KERNELS:
+            raise ValueError(f"attention must be one of {', '.join(ATTENTION_KERNELS)}, not {self.attention!r}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must lie in [0, 1), not {self.dropout!r}")
         if self.short_length is not None and not 8 <= self.short_length < self.max_length:
@@ -103,6 +148,16 @@ PROFILES = {
 }
 
 
+def checkpoint_identity(config: PretrainingConfig) -> dict:
+    """What a checkpoint must share with the configuration that resumes it: all of it, except, for a
+    warmup-stable-decay run, the fields that extend it or start its decay (:data:`EXTENDABLE_FIELDS`)."""
+    settings = asdict(config)
+    if config.schedule == "wsd":
+        for name in EXTENDABLE_FIELDS:
+            settings.pop(name)
+    return settings
+
+
 def short_phase_steps(config: PretrainingConfig) -> int:
     """How many of the first steps train on pairs of at most ``config.short_length`` tokens (0: one phase)."""
     return int(round(config.short_fraction * config.max_steps)) if config.short_length else 0
@@ -132,11 +187,11 @@ class PairBatches:
     """
 
     def __init__(self, instances: Instances, tokenizer, batch_size: int, seed: int, next_sentence: bool,
-                 left_to_right: bool = False):
+                 left_to_right: bool = False, mask_fraction: float = 0.15):
         if left_to_right and next_sentence:
             raise ValueError("The left-to-right ablation has no next-sentence prediction.")
         self.instances, self.batch_size, self.seed, self.next_sentence = instances, batch_size, seed, next_sentence
-        self.left_to_right = left_to_right
+        self.left_to_right, self.mask_fraction = left_to_right, mask_fraction
         self.cls, self.sep, self.pad, self.mask = (tokenizer.cls_token_id, tokenizer.sep_token_id,
                                                    tokenizer.pad_token_id, tokenizer.mask_token_id)
         self.vocab_size = len(tokenizer)
@@ -161,7 +216,8 @@ class PairBatches:
             return batch
         generator = torch.Generator().manual_seed(mask_seed)
         batch["input_ids"], batch["labels"] = mask_tokens(batch["input_ids"], batch.pop("candidates"), self.mask,
-                                                          (FIRST_WORD_PIECE, self.vocab_size), generator)
+                                                          (FIRST_WORD_PIECE, self.vocab_size), generator,
+                                                          mask_fraction=self.mask_fraction)
         if self.next_sentence:
             batch["next_sentence_label"] = torch.tensor(labels)
         return batch
@@ -220,8 +276,10 @@ class PretrainingMethod(Method):
     metrics (:func:`evaluate_heldout`), tokens seen and the learning rate, and writes ``history.csv``."""
 
     def __init__(self, train: PairBatches, eval_batches: list[dict], majority: int, config: PretrainingConfig,
-                 scheduler, output_dir: Path, short_train: PairBatches | None = None):
+                 scheduler, output_dir: Path, short_train: PairBatches | None = None, start_state: dict | None = None,
+                 report=None):
         self.train, self.eval_batches, self.majority, self.config = train, eval_batches, majority, config
+        self.start_state, self.report = start_state, report
         self.short_train = short_train
         self.scheduler, self.output_dir = scheduler, output_dir
         self.divergence_advice = f"Fix: lower learning_rate (now {config.learning_rate}) or raise warmup_ratio."
@@ -229,6 +287,8 @@ class PretrainingMethod(Method):
         self.window = {"tokens": 0, "since": time.time()}  # tokens per second on the progress bar
 
     def initial_state(self) -> dict:
+        if self.start_state is not None:  # continued from saved weights: the run's counters and history go on
+            return {**self.start_state, "history": list(self.start_state["history"])}
         return {"step": 0, "tokens": 0, "seconds": 0.0, "history": []}
 
     def batches(self, step: int) -> dict:
@@ -252,6 +312,8 @@ class PretrainingMethod(Method):
     def after_evaluation(self, state: dict, model) -> None:
         if self.accelerator.is_main_process:
             write_table(pd.DataFrame(state["history"]), self.output_dir / "history.csv")
+            if self.report is not None:
+                self.report(evaluation_line(state["history"][-1]))
 
     def after_step(self, state: dict, batch, losses: dict) -> None:
         tokens = int(batch["attention_mask"].sum()) * self.accelerator.num_processes
@@ -266,6 +328,21 @@ class PretrainingMethod(Method):
         return {"loss": f"{running_loss:.3f}", "tok_s": f"{rate:,.0f}"}
 
 
+def evaluation_line(row: dict) -> str:
+    """One line of progress from a history row: step, tokens, tokens/s so far, held-out [MASK] and NSP accuracy."""
+    rate = row["tokens"] / row["seconds"] if row.get("seconds") else float("nan")
+    parts = [f"step {row['step']:,}", f"{row['tokens'] / 1e6:.2f}M tokens", f"{rate:,.0f} tokens/s",
+             f"lr {row['learning_rate']:.2e}"]
+    if row.get("train_loss") is not None:
+        parts.append(f"train loss {row['train_loss']:.3f}")
+    for key, label in (("heldout_mlm_loss", "held-out MLM loss {:.3f}"),
+                       ("heldout_mlm_mask_accuracy", "[MASK] accuracy {:.2%}"),
+                       ("heldout_nsp_accuracy", "NSP accuracy {:.2%}")):
+        if row.get(key) is not None:
+            parts.append(label.format(row[key]))
+    return "; ".join(parts)
+
+
 def _pairs(config: PretrainingConfig, tokenizer, split: str, batch_size: int, max_length: int, corpus_dir=None,
            cache_dir=None) -> PairBatches:
     """``split``'s sentence pairs (``train`` or ``heldout``) of a run of ``config``, cut at ``max_length``."""
@@ -273,7 +350,8 @@ def _pairs(config: PretrainingConfig, tokenizer, split: str, batch_size: int, ma
     instances = corpus_instances(tokenizer, split, files=config.corpus_files, max_length=max_length,
                                  seed=config.data_seed, next_sentence=next_sentence, corpus_dir=corpus_dir,
                                  cache_dir=cache_dir)
-    return PairBatches(instances, tokenizer, batch_size, config.seed, next_sentence, left_to_right)
+    return PairBatches(instances, tokenizer, batch_size, config.seed, next_sentence, left_to_right,
+                       config.mask_fraction)
 
 
 def corpus_batches(config: PretrainingConfig, tokenizer, corpus_dir=None, cache_dir=None
@@ -282,6 +360,8 @@ def corpus_batches(config: PretrainingConfig, tokenizer, corpus_dir=None, cache_
     ``config`` (the same for every run that shares its data settings, seed and objective)."""
     train = _pairs(config, tokenizer, "train", config.batch_size, config.max_length, corpus_dir, cache_dir)
     heldout = _pairs(config, tokenizer, "heldout", 128, config.max_length, corpus_dir, cache_dir)
+    # every run is scored at BERT's 15%, whatever it trains with, so held-out accuracies compare across runs
+    heldout.mask_fraction = HELDOUT_MASK_FRACTION
     return train, heldout, heldout.evaluation_batches(config.eval_instances, config.data_seed)
 
 
@@ -294,12 +374,18 @@ def heldout_floors(config: PretrainingConfig, corpus_dir=None, cache_dir=None) -
 
 
 def pretrain(output_dir: str | Path, config: PretrainingConfig | None = None, resume: bool = True,
-             show_progress: bool = True, corpus_dir=None, cache_dir=None, stop_after: int | None = None
-             ) -> PretrainingResult:
+             show_progress: bool = True, corpus_dir=None, cache_dir=None, stop_after: int | None = None,
+             stop_after_seconds: float | None = None, checkpoint_minutes: float | None = None,
+             start_from: dict | None = None, report=None) -> PretrainingResult:
     """Pre-train a BERT of ``config.size`` and save it to ``output_dir`` (see the module docstring).
 
     ``stop_after``: leave after this many steps as if interrupted (a checkpoint is written), for tests
-    of resumption. The steps are :func:`bertsent.training.loop.train_loop`'s, with :class:`PretrainingMethod`.
+    of resumption; ``stop_after_seconds``: the same after this much wall time (one stretch of a long run);
+    ``checkpoint_minutes``: a checkpoint at least this often. ``start_from``: continue a run whose full checkpoint
+    is gone from its saved weights (``{"weights": state dict, "state": the loop state at that step,
+    "rewarm_steps": M}``) with a fresh optimizer and an M-step re-warm-up (a ``"wsd"`` schedule only; see
+    :class:`~bertsent.training.loop.WarmupStableDecay`). ``report``: called with one line at every evaluation.
+    The steps are :func:`bertsent.training.loop.train_loop`'s, with :class:`PretrainingMethod`.
     """
     config = config or PretrainingConfig()
     output_dir = Path(output_dir)
@@ -313,7 +399,13 @@ def pretrain(output_dir: str | Path, config: PretrainingConfig | None = None, re
                    if config.short_length else None)
     majority = majority_token(train.instances.tokens, FIRST_WORD_PIECE)
 
-    model = new_pretraining_model(config.size, len(tokenizer), config.seed, config.objective, dropout=config.dropout)
+    model = new_pretraining_model(config.size, len(tokenizer), config.seed, config.objective, dropout=config.dropout,
+                                  attention=config.attention)
+    if start_from is not None:
+        if config.schedule != "wsd":
+            raise ValueError("Only a warmup-stable-decay run ('wsd') continues from saved weights: another schedule's "
+                             "rate at a step depends on the optimizer's history it would lose.")
+        model.load_state_dict(start_from["weights"])
     if config.init_from:
         from transformers import AutoModelForPreTraining
         start = AutoModelForPreTraining.from_pretrained(REPO_ROOT / config.init_from, dtype=torch.float32)
@@ -323,13 +415,20 @@ def pretrain(output_dir: str | Path, config: PretrainingConfig | None = None, re
         del start
     optimizer = adamw(decay_parameter_groups(model, config.weight_decay), config.learning_rate, config.betas,
                       eps=config.adam_epsilon, fused=torch.cuda.is_available() or None)
-    scheduler = warmup_schedule(optimizer, int(config.warmup_ratio * config.max_steps), config.max_steps,
-                                config.schedule)
-    method = PretrainingMethod(train, eval_batches, majority, config, scheduler, output_dir, short_train)
+    warmup = config.warmup_steps if config.warmup_steps is not None else int(config.warmup_ratio * config.max_steps)
+    if config.schedule == "wsd":
+        scheduler = WarmupStableDecay(optimizer, warmup, config.decay_start, config.decay_steps,
+                                      rewarm_from=start_from["state"]["step"] if start_from else None,
+                                      rewarm_steps=start_from["rewarm_steps"] if start_from else 0)
+    else:
+        scheduler = warmup_schedule(optimizer, warmup, config.max_steps, config.schedule)
+    method = PretrainingMethod(train, eval_batches, majority, config, scheduler, output_dir, short_train,
+                               start_state=start_from["state"] if start_from else None, report=report)
     run = train_loop(method, model, optimizer, scheduler, LoopSettings(
-        total_steps=config.max_steps, output_dir=output_dir, config=asdict(config), eval_every=config.eval_every,
-        checkpoint_every=1, max_grad_norm=config.max_grad_norm, step_seed=config.seed, loss_smoothing=0.02,
-        resume=resume, stop_after=stop_after, show_progress=show_progress,
+        total_steps=config.max_steps, output_dir=output_dir, config=checkpoint_identity(config),
+        eval_every=config.eval_every, checkpoint_every=1, max_grad_norm=config.max_grad_norm, step_seed=config.seed,
+        loss_smoothing=0.02, resume=resume, stop_after=stop_after, stop_after_seconds=stop_after_seconds,
+        checkpoint_minutes=checkpoint_minutes, show_progress=show_progress,
         description=f"BERT-{config.size} {config.objective}"), accelerator)
     state = run.state
 
