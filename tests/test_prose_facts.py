@@ -1,0 +1,40 @@
+"""Facts the book's prose states about stored runs (step counts, times, seeds) equal the runs' committed records, so
+a passage cannot go stale unnoticed when a run is replaced (the BERT index once described a 2,500-step run that had
+been replaced by a 6,000-step one; the STS page said a run was missing after it was stored)."""
+import json
+
+import nbformat
+
+from bertsent.paths import REPO_ROOT, RESULTS_DIR
+
+
+def train_record(kind: str, key: str) -> dict:
+    return json.loads((RESULTS_DIR / "runs" / kind / key / "train.json").read_text())
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_bert_index_describes_the_stored_cpu_run():
+    key = "bert-mini-mlm_nsp-6000-bb867aaa35"
+    record = train_record("pretraining", key)
+    text = one_line((REPO_ROOT / "book" / "bert" / "index.md").read_text())
+    config, final = record["config"], record["final"]
+    assert f"`results/runs/pretraining/{key}/`" in text
+    assert f"{final['step']:,} steps of {config['batch_size']} pairs" in text
+    assert f"({final['tokens'] / 1e6:.1f}M non-padding tokens" in text
+    assert f"{record['seconds']:,.0f} s of its own clock on {record['torch_threads']} threads" in text
+    assert f"the first {config['short_fraction']:.0%} of the steps on pairs of at most {config['short_length']} tokens, " \
+           f"the rest at {config['max_length']}" in text
+
+
+def test_sts_page_describes_the_stored_mpnet_run_in_source_and_page():
+    record = train_record("sg", "all-mpnet-base-v2-opt3-stsb_train-s42-44d4e71bf2")
+    threads = "one thread" if record["summary"]["threads"] == 1 else f"{record['summary']['threads']} threads"
+    fact = (f"seed {record['config']['seed']}, on the leak-free sentences: {record['summary']['steps']} steps, "
+            f"{record['seconds']:,.0f} s on {threads}, kept at step {record['best_step']}")
+    for path in (REPO_ROOT / "notebooks" / "sg-opt" / "sg_opt_sts.ipynb", REPO_ROOT / "book" / "sg-opt" / "sg_opt_sts.ipynb"):
+        prose = one_line(" ".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"))
+        assert fact in prose, path
+        assert "not in the run store yet" not in prose
