@@ -140,3 +140,67 @@ def test_the_untouched_message_is_computed_from_what_changed(monkeypatch, tmp_pa
     some = next(iter(before))
     before[some] = (-1, -1)
     assert book._changed_since(before) == [some]
+
+
+@pytest.mark.parametrize("notebook,overrides,words", [
+    ("layer_pooling", {"max_pairs": -5}, "'max_pairs' of layer_pooling: expected a size of at least 1, got -5"),
+    ("layer_pooling", {"max_pairs": 0}, "expected a size of at least 1, got 0"),
+    ("layer_pooling", {"backbones": []}, "an empty list leaves the page nothing to compute"),
+    ("layer_pooling", {"backbones": ["no-such-model"]}, "unknown backbone 'no-such-model'"),
+    ("sg_opt_sts", {"config": {"learning_rate": "fast"}}, "field 'learning_rate' of SelfGuidedConfig expected a number"),
+    ("sg_opt_sts", {"config": {"batch_size": 0}}, "field 'batch_size': expected a size of at least 1"),
+    ("sg_opt_sts", {"config": {"max_steps": -3}}, "field 'max_steps': expected a size of at least 1, got -3"),
+    ("sg_opt_sts", {"config": {"temperature": 0}}, "field 'temperature': expected a number above 0, got 0"),
+    ("acl_glue", {"seeds": []}, "'seeds' of acl_glue: an empty list"),
+    ("acl_glue", {"methods": ["ce", "acll"]}, "unknown value the string 'acll'; known: acl, acl_embed, ce, ce_scl"),
+    ("acl_glue", {"learning_rate": {"CoLA": -1}}, "expected a number above 0, got -1"),
+])
+def test_values_out_of_range_are_refused_before_any_work(notebook, overrides, words, monkeypatch, capsys):
+    with pytest.raises(book.ParameterError) as caught:
+        resolve_parameters(notebook, "smoke", overrides)
+    assert words in str(caught.value) and "\n" not in str(caught.value)
+    _no_kernel(monkeypatch)
+    argv = ["run", notebook, "--profile", "smoke"]
+    for key, value in overrides.items():
+        argv += ["-p", key, json.dumps(value)]
+    assert book.main(argv) == 2
+    assert words in capsys.readouterr().err
+
+
+def test_every_profile_passes_the_range_checks():
+    config = load_config()
+    for name in config["notebooks"]:
+        for profile in config["profiles"]:
+            resolve_parameters(name, profile, config=config)
+
+
+def test_the_notebooks_check_cell_applies_the_ranges():
+    namespace = {**book.notebook_parameters(REPO_ROOT / load_config()["notebooks"]["layer_pooling"]["source"]),
+                 "max_pairs": 0}
+    with pytest.raises(book.ParameterError, match="expected a size of at least 1, got 0"):
+        book.check_page_parameters("layer_pooling", namespace)
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["--max-steps", "-5"], "--max-steps: expected a size of at least 1, got -5"),
+    (["--learning-rate", "0"], "--learning-rate: expected a number above 0"),
+    (["--batch-size", "0"], "--batch-size: expected a size of at least 1, got 0"),
+    (["--dev-pairs", "0"], "--dev-pairs: expected a size of at least 1"),
+])
+def test_the_self_guided_command_line_checks_values_before_any_work(argv, words, capsys, tmp_path):
+    from bertsent.training import self_guided
+
+    with pytest.raises(SystemExit) as caught:
+        self_guided.main(["--backbone", "all-minilm-l6-v2", "--output", str(tmp_path), *argv])
+    assert caught.value.code == 2 and words in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+
+
+def test_an_unknown_backbone_is_refused_without_the_hub(capsys, tmp_path, monkeypatch):
+    from bertsent.training import self_guided
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(SystemExit):
+        self_guided.main(["--backbone", "no-such-model", "--output", str(tmp_path)])
+    assert "unknown backbone 'no-such-model'" in capsys.readouterr().err
+    book.check_backbone_name("sentence-transformers/all-MiniLM-L6-v2")  # a hub id passes to the loader

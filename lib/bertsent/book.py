@@ -179,6 +179,7 @@ def check_parameter(notebook: str, key: str, value, default, profile_values=()) 
             task, bad = next(iter(wrong.items()))
             raise ParameterError(f"{where}: expected {_TYPE_WORDS[kind]} per task, got {_shown(bad)} for {task}; "
                                  f"e.g. -p {key} '{{\"CoLA\": {_EXAMPLES[kind]}}}'")
+        _check_range(where, key, value, example=f"-p {key} '{{\"CoLA\": {json.dumps(default)}}}'")
         return
     if key in PER_TASK_PARAMETERS and kind is list and isinstance(value, dict):
         wrong = {task: v for task, v in value.items()
@@ -203,11 +204,83 @@ def check_parameter(notebook: str, key: str, value, default, profile_values=()) 
         import importlib
 
         module, cls = CONFIG_PARAMETERS[key]
-        fields = [f.name for f in dataclasses.fields(getattr(importlib.import_module(module), cls))]
+        declared = {f.name: f for f in dataclasses.fields(getattr(importlib.import_module(module), cls))}
+        fields = list(declared)
         unknown = sorted(set(value) - set(fields))
         if unknown:
             raise ParameterError(f"{where}: {unknown} not field(s) of {cls}; expected a JSON object of {cls} "
                                  f"fields ({', '.join(fields)}), e.g. -p {key} '{{\"max_steps\": 2}}'")
+        for name, given in value.items():
+            field = declared[name]
+            default = field.default if field.default is not dataclasses.MISSING else None
+            expected = _type_of(default) or (int if "int" in str(field.type) else float if "float" in str(field.type)
+                                             else None)
+            if given is not None and expected in (int, float, bool, str) and not _fits(given, expected):
+                raise ParameterError(f"{where}: field {name!r} of {cls} expected {_TYPE_WORDS[expected]}, got "
+                                     f"{_shown(given)}; e.g. -p {key} '{{\"{name}\": {json.dumps(default)}}}'")
+            _check_range(f"{where}, field {name!r}", name, given, example=f"-p {key} '{{\"{name}\": "
+                                                                          f"{json.dumps(default)}}}'")
+    _check_range(where, key, value, default)
+    if key in CLOSED_LISTS and isinstance(value, list):
+        known = set(default or []) | {item for values in profile_values if isinstance(values, list) for item in values}
+        unknown = [item for item in value if item not in known]
+        if unknown:
+            raise ParameterError(f"{where}: unknown value {_shown(unknown[0])}; known: "
+                                 f"{', '.join(map(str, sorted(known)))}")
+
+
+# Ranges, checked with the types (:func:`check_parameter`) before any work, for parameters and configuration
+# fields of these names: sizes and counts are at least 1, rates and temperatures above 0, a list whose default is
+# not empty must not be empty, and a backbone must be a registered name, a local folder or a hub id (owner/name).
+POSITIVE_INTEGERS = {"ablation_steps", "alpha_sentences", "batch_size", "deep_exit", "epochs", "glue_epochs",
+                     "hidden", "latency_examples", "max_dev_examples", "max_examples", "max_fit_sentences",
+                     "max_length", "max_pairs", "max_points", "max_triplets", "mlm_eval_pairs", "n_clusters",
+                     "n_eval", "n_pairs", "n_train", "overhead_sentences", "repeats", "resamples", "steps", "tokens",
+                     "dev_pairs", "max_steps", "eval_every", "head_dim", "eval_instances", "max_train_examples"}
+POSITIVE_NUMBERS = {"learning_rate", "lr", "temperature", "fast_head_learning_rate", "learning_rates",
+                    "temperatures", "head_learning_rate", "pooler_learning_rate"}
+BACKBONE_PARAMETERS = {"backbone", "backbones", "trained_backbones", "histogram_backbone", "trajectory_backbone",
+                       "deep_backbone"}
+
+
+# lists that must not be empty (others, e.g. probe_tasks, may be: that part of the page is off)
+NON_EMPTY_LISTS = {"backbones", "seeds", "methods", "datasets", "glue_tasks", "tasks", "train_sets", "temperatures",
+                   "learning_rates", "main_seeds", "variants", "objectives", "recipes", "sizes", "lambdas",
+                   "lambda_seeds", "reference_seeds", "main_poolings", "train_data"}
+# list parameters whose items are names the notebook knows: the default's and the profiles' items
+CLOSED_LISTS = {"methods", "modes", "deep_modes", "objectives"}
+
+
+def _check_range(where: str, key: str, value, default=None, example: str | None = None) -> None:
+    if value is None:
+        return
+    if isinstance(value, list) and not value and key in NON_EMPTY_LISTS:
+        raise ParameterError(f"{where}: an empty list leaves the page nothing to compute; give at least one, e.g. "
+                             f"-p {key} '{json.dumps(default[:1])}'")
+    items = value if isinstance(value, list) else list(value.values()) if isinstance(value, dict) and \
+        key in POSITIVE_INTEGERS | POSITIVE_NUMBERS else [value]
+    for item in items:
+        if key in POSITIVE_INTEGERS and _fits(item, int) and item < 1:
+            raise ParameterError(f"{where}: expected a size of at least 1, got {item}; e.g. "
+                                 f"{example or f'-p {key} 24'}")
+        if key in POSITIVE_NUMBERS and _fits(item, float) and not item > 0:
+            raise ParameterError(f"{where}: expected a number above 0, got {item}; e.g. "
+                                 f"{example or f'-p {key} 5e-05'}")
+        if key in BACKBONE_PARAMETERS and isinstance(item, str):
+            check_backbone_name(item, where)
+
+
+def check_backbone_name(name: str, where: str = "backbone") -> None:
+    """Refuses, without touching the network, a backbone that is not a registered name, a local folder (with a
+    ``config.json``) or a hub id (``owner/name``)."""
+    from .encode.backbones import REGISTRY, known_backbones
+
+    if name in REGISTRY or Path(name).is_dir() or (REPO_ROOT / "models" / name).is_dir():
+        return
+    if "/" in name and not name.startswith(("/", ".")) and len(name.split("/")) == 2:
+        return  # a hub id: the hub is asked when the model is loaded
+    raise ParameterError(f"{where}: unknown backbone {name!r}: not a registered name, a local folder or a hub id "
+                         f"(owner/name); known: {', '.join(known_backbones())}")
 
 
 # CHECK_TAG marks the cell that follows every notebook's parameters cell and calls check_page_parameters: the

@@ -299,6 +299,17 @@ def main(argv=None) -> int:
         parser.add_argument(f"--{f.name.replace('_', '-')}", type=kind, nargs=2 if f.name == "betas" else None,
                             default=f.default)
     args = parser.parse_args(argv)
+    from ..book import ParameterError, _check_range, check_backbone_name
+
+    try:  # ranges and the backbone's name, before any data or model is loaded (no hub retries for a typo)
+        check_backbone_name(args.backbone, "--backbone")
+        for f in dataclasses.fields(SelfGuidedConfig):
+            _check_range(f"--{f.name.replace('_', '-')}", f.name, getattr(args, f.name),
+                         example=f"--{f.name.replace('_', '-')} {200 if f.default is None else f.default}")
+        if args.dev_pairs is not None and args.dev_pairs < 1:
+            raise ParameterError(f"--dev-pairs: expected a size of at least 1, got {args.dev_pairs}; e.g. --dev-pairs 24")
+    except ParameterError as error:
+        parser.error(str(error))
     config = SelfGuidedConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(SelfGuidedConfig)})
     dev = load_stsb("dev", args.data_dir)
     if args.dev_pairs:
