@@ -239,8 +239,8 @@ def acl_claims(inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataFram
     angles = read_results("acl_gradient_angles", f"{folder}/gradient_angles_per_step.csv", inputs_dir, per_page)
     scores = read_results("acl_glue", f"{folder}/glue_scores.csv", inputs_dir, per_page)
     sensitivity = read_results("acl_glue", f"{folder}/lambda_sensitivity.csv", inputs_dir, per_page)
-    per_exit = read_results("acl_multi_exit", f"{folder}/exit_scores.csv", inputs_dir, per_page)
     exits = read_results("acl_multi_exit", f"{folder}/exit_runs.csv", inputs_dir, per_page)
+    per_exit = acl.exit_table(exits)  # from the per-run rows, which keep each run's dev-set size
     lambda_tasks = list(dict.fromkeys(sensitivity["task"]))
     reference = acl.with_reference(scores[scores["task"].isin(lambda_tasks)])
     tables = {f"{folder}/gradient_angles_claims.csv": acl.angle_claims(angles),
