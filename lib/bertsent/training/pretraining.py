@@ -277,9 +277,9 @@ class PretrainingMethod(Method):
 
     def __init__(self, train: PairBatches, eval_batches: list[dict], majority: int, config: PretrainingConfig,
                  scheduler, output_dir: Path, short_train: PairBatches | None = None, start_state: dict | None = None,
-                 report=None):
+                 on_evaluation=None):
         self.train, self.eval_batches, self.majority, self.config = train, eval_batches, majority, config
-        self.start_state, self.report = start_state, report
+        self.start_state, self.on_evaluation = start_state, on_evaluation
         self.short_train = short_train
         self.scheduler, self.output_dir = scheduler, output_dir
         self.divergence_advice = f"Fix: lower learning_rate (now {config.learning_rate}) or raise warmup_ratio."
@@ -312,8 +312,8 @@ class PretrainingMethod(Method):
     def after_evaluation(self, state: dict, model) -> None:
         if self.accelerator.is_main_process:
             write_table(pd.DataFrame(state["history"]), self.output_dir / "history.csv")
-            if self.report is not None:
-                self.report(evaluation_line(state["history"][-1]))
+            if self.on_evaluation is not None:
+                self.on_evaluation(state, model, evaluation_line(state["history"][-1]))
 
     def after_step(self, state: dict, batch, losses: dict) -> None:
         tokens = int(batch["attention_mask"].sum()) * self.accelerator.num_processes
@@ -376,7 +376,7 @@ def heldout_floors(config: PretrainingConfig, corpus_dir=None, cache_dir=None) -
 def pretrain(output_dir: str | Path, config: PretrainingConfig | None = None, resume: bool = True,
              show_progress: bool = True, corpus_dir=None, cache_dir=None, stop_after: int | None = None,
              stop_after_seconds: float | None = None, checkpoint_minutes: float | None = None,
-             start_from: dict | None = None, report=None) -> PretrainingResult:
+             start_from: dict | None = None, on_evaluation=None) -> PretrainingResult:
     """Pre-train a BERT of ``config.size`` and save it to ``output_dir`` (see the module docstring).
 
     ``stop_after``: leave after this many steps as if interrupted (a checkpoint is written), for tests
@@ -384,7 +384,8 @@ def pretrain(output_dir: str | Path, config: PretrainingConfig | None = None, re
     ``checkpoint_minutes``: a checkpoint at least this often. ``start_from``: continue a run whose full checkpoint
     is gone from its saved weights (``{"weights": state dict, "state": the loop state at that step,
     "rewarm_steps": M}``) with a fresh optimizer and an M-step re-warm-up (a ``"wsd"`` schedule only; see
-    :class:`~bertsent.training.loop.WarmupStableDecay`). ``report``: called with one line at every evaluation.
+    :class:`~bertsent.training.loop.WarmupStableDecay`). ``on_evaluation(state, model, line)``: called at every evaluation (main process) with the loop
+    state, the model and one line of progress (:func:`evaluation_line`).
     The steps are :func:`bertsent.training.loop.train_loop`'s, with :class:`PretrainingMethod`.
     """
     config = config or PretrainingConfig()
@@ -423,7 +424,8 @@ def pretrain(output_dir: str | Path, config: PretrainingConfig | None = None, re
     else:
         scheduler = warmup_schedule(optimizer, warmup, config.max_steps, config.schedule)
     method = PretrainingMethod(train, eval_batches, majority, config, scheduler, output_dir, short_train,
-                               start_state=start_from["state"] if start_from else None, report=report)
+                               start_state=start_from["state"] if start_from else None,
+                               on_evaluation=on_evaluation)
     run = train_loop(method, model, optimizer, scheduler, LoopSettings(
         total_steps=config.max_steps, output_dir=output_dir, config=checkpoint_identity(config),
         eval_every=config.eval_every, checkpoint_every=1, max_grad_norm=config.max_grad_norm, step_seed=config.seed,
