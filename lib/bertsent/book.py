@@ -74,7 +74,7 @@ RERUNS_DIR = CACHE_DIR / "reruns"
 # Parameters whose default is None, by the type their other values take (the rest: whatever the profiles give).
 NONE_DEFAULT_TYPES = {**dict.fromkeys(("max_pairs", "dev_pairs", "max_fit_sentences", "max_examples"), int),
                       **dict.fromkeys(("data_dir", "corpus_dir", "results_dir", "runs_dir", "run_dir", "models_dir",
-                                       "publish_as", "trajectory_backbone"), str)}
+                                       "committed_root", "publish_as", "trajectory_backbone"), str)}
 # Number parameters that may also be given per task, as a JSON object task -> number (the GLUE pages' recipe).
 PER_TASK_PARAMETERS = ("learning_rate", "epochs", "seeds")
 # Dict parameters whose keys are the fields of a configuration class (module, class).

@@ -663,3 +663,32 @@ def sts_main_figure(scores: pd.DataFrame, paper: pd.Series | dict | None = None,
         fig.legend(*complete_legend_entries(list(axes)), loc="upper center", frameon=False)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / fig.get_size_inches()[1]) if any_paper else None)
     return fig
+
+
+@page_figure
+def long_run_curves(history: pd.DataFrame, majority_floor: float, target: float):
+    """The long pre-training run against tokens seen: held-out accuracy at [MASK] positions with the majority word
+    piece's floor and the target, the held-out MLM loss, and NSP accuracy with chance (50%). Accuracy axes run
+    from 0, so a rise off the floor is not blown up.
+
+    ``history``: the run's ``history.csv``; ``majority_floor`` and ``target``: fractions."""
+    fig, axes, _ = panel_grid(3, per_row=3, panel=(2.6, 2.8))
+    millions = history["tokens"] / 1e6
+    mask, loss, nsp = axes
+    mask.plot(millions, 100 * history["heldout_mlm_mask_accuracy"], marker=".", label="held-out [MASK] accuracy")
+    mask.axhline(100 * majority_floor, color="0.4", ls="--", lw=1, label="always the majority word piece")
+    mask.axhline(100 * target, color="tab:green", ls=":", lw=1.2, label=f"target ({100 * target:.0f}%)")
+    mask.set_ylim(0, max(100 * target, 100 * float(history["heldout_mlm_mask_accuracy"].max())) * 1.15)
+    mask.set_ylabel("accuracy at [MASK] (%)")
+    loss.plot(millions, history["heldout_mlm_loss"], marker=".", color="tab:orange", label="held-out MLM loss")
+    loss.set_ylabel("cross-entropy (nats)")
+    if "heldout_nsp_accuracy" in history:
+        nsp.plot(millions, 100 * history["heldout_nsp_accuracy"], marker=".", color="tab:purple",
+                 label="held-out NSP accuracy")
+    nsp.axhline(50, color="0.4", ls="-.", lw=1, label="NSP chance (50%)")
+    nsp.set_ylim(0, 100)
+    nsp.set_ylabel("NSP accuracy (%)")
+    for ax in axes:
+        ax.set_xlabel("tokens seen (millions)")
+    legend_below(fig, *complete_legend_entries(axes), ncol=3)
+    return fig
