@@ -378,3 +378,36 @@ def test_kd_distils_the_last_exit_into_the_shallow_ones(three_exit_path, monkeyp
                                                   head.pooler.weight], allow_unused=True)
     assert grads[0] is not None and grads[0].abs().sum() > 0, "the guide does not reach the first exit"
     assert all(g is None or g.abs().sum() == 0 for g in grads[1:]), "the guide pulls the last exit (the teacher)"
+
+
+def test_an_acl_run_interrupted_by_ctrl_c_resumes_and_ends_with_the_uninterrupted_numbers(tiny_bert, tmp_path,
+                                                                                           monkeypatch, capsys):
+    """A KeyboardInterrupt in the middle of step 5 (after the checkpoint of step 4, checkpoints after every step
+    here): the call again resumes from step 4 and ends with the same weights, gradient angles, dropped steps and
+    history as a run never interrupted."""
+    from bertsent.training.glue import GlueMethod
+    from .test_glue import RESUMABLE, _with_weights, assert_same_run
+
+    config = GlueConfig(**RESUMABLE)
+    straight_history, resumed_history = [], []
+    straight = finetune_glue(tiny_bert, "RTE", config, history=straight_history, run_dir=tmp_path / "straight",
+                             objective=_with_weights(ContrastiveObjective, AclConfig()))
+    batches = GlueMethod.batches
+
+    def interrupted(self, step):
+        if step == 4:
+            raise KeyboardInterrupt
+        return batches(self, step)
+
+    monkeypatch.setattr(GlueMethod, "batches", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        finetune_glue(tiny_bert, "RTE", config, history=[], run_dir=tmp_path / "split", checkpoint_minutes=0,
+                      objective=_with_weights(ContrastiveObjective, AclConfig()))
+    monkeypatch.setattr(GlueMethod, "batches", batches)
+    capsys.readouterr()
+    resumed = finetune_glue(tiny_bert, "RTE", config, history=resumed_history, run_dir=tmp_path / "split",
+                            checkpoint_minutes=0, objective=_with_weights(ContrastiveObjective, AclConfig()))
+    assert "resuming split from step 4 (checkpoint" in capsys.readouterr().err
+    assert resumed["measured_steps"] == 10 and straight["angle_mean"] is not None
+    assert_same_run(straight, resumed)
+    assert resumed_history == straight_history  # every step's angle, CE and contrastive term, and the running loss

@@ -1,5 +1,6 @@
 """GLUE fine-tuning: metrics, the recipe's learning-rate choice, a tiny end-to-end run."""
 import pytest
+import torch
 
 from bertsent.training.glue import GlueConfig, finetune_glue, glue_learning_rate_search, glue_metrics
 
@@ -83,3 +84,65 @@ def test_a_head_learning_rate_is_its_own_run_and_is_recorded_only_when_set(tiny_
     fast_head = finetune_glue(tiny_pretrained, "RTE", GlueConfig(head_learning_rate=1e-2, **config), cache_dir=tmp_path)
     assert "head_learning_rate" not in plain and fast_head["head_learning_rate"] == 1e-2
     assert len(list(tmp_path.glob("RTE-*.json"))) == 2
+
+
+# --- interruptions: a checkpoint in the run's folder, and a resumed run that ends as an uninterrupted one -------
+
+RESUMABLE = dict(max_train_examples=40, batch_size=8, epochs=2, max_length=32, learning_rate=1e-3,
+                 max_dev_examples=32)  # 5 steps an epoch, 10 in all; dropout on (tiny_bert's 0.1)
+
+
+def _with_weights(objective_class, *args):
+    """``objective_class``'s objective, whose result also holds the fine-tuned weights (to compare runs)."""
+    class KeepsWeights(objective_class):
+        def result(self, method, model):
+            return {**super().result(method, model),
+                    "weights": {name: value.detach().clone() for name, value in model.state_dict().items()}}
+
+    return KeepsWeights(*args)
+
+
+def assert_same_run(straight: dict, resumed: dict) -> None:
+    """The same fine-tuned weights, bit for bit, and the same numbers (all but the seconds)."""
+    a, b = straight.pop("weights"), resumed.pop("weights")
+    assert a.keys() == b.keys() and all(torch.equal(a[name], b[name]) for name in a), \
+        [name for name in a if not torch.equal(a[name], b[name])]
+    straight.pop("train_seconds"), resumed.pop("train_seconds")
+    assert resumed == straight
+
+
+def test_an_interrupted_fine_tuning_resumes_from_its_checkpoint_and_ends_as_an_uninterrupted_one(
+        tiny_bert, tmp_path, capsys):
+    from bertsent.training.glue import FineTuningStopped, GlueObjective
+
+    config = GlueConfig(**RESUMABLE)
+    straight_history, resumed_history = [], []
+    straight = finetune_glue(tiny_bert, "RTE", config, history=straight_history, run_dir=tmp_path / "straight",
+                             objective=_with_weights(GlueObjective))
+    assert not (tmp_path / "straight" / "best.pt").exists()  # no selection, so no best weights to keep
+    with pytest.raises(FineTuningStopped, match="stopped at step 4 of 10"):
+        finetune_glue(tiny_bert, "RTE", config, history=[], run_dir=tmp_path / "split", stop_after=4,
+                      objective=_with_weights(GlueObjective))
+    assert (tmp_path / "split" / "checkpoint.pt").is_file()
+    capsys.readouterr()
+    resumed = finetune_glue(tiny_bert, "RTE", config, history=resumed_history, run_dir=tmp_path / "split",
+                            objective=_with_weights(GlueObjective))
+    checkpoint = tmp_path / "split" / "checkpoint.pt"
+    assert capsys.readouterr().err.count(f"resuming split from step 4 (checkpoint {checkpoint})") == 1
+    assert_same_run(straight, resumed)
+    assert resumed_history == straight_history  # the dev score at step 0, the running loss at step 10, the end
+    with pytest.raises(ValueError, match="different configuration"):  # another seed never resumes this one
+        finetune_glue(tiny_bert, "RTE", GlueConfig(**{**RESUMABLE, "seed": 1}), history=[],
+                      run_dir=tmp_path / "split")
+
+
+def test_a_run_directory_gets_a_checkpoint_every_few_minutes(tiny_bert, tmp_path, monkeypatch):
+    """checkpoint_minutes reaches the loop (0: after every step but the last, which the caller records)."""
+    from bertsent.training import glue, loop
+
+    assert glue.CHECKPOINT_MINUTES <= 5
+    saved = []
+    monkeypatch.setattr(loop.Checkpoint, "save",
+                        lambda self, weights, optimizer, scheduler, state: saved.append(state["step"]))
+    finetune_glue(tiny_bert, "RTE", GlueConfig(**RESUMABLE), run_dir=tmp_path, checkpoint_minutes=0)
+    assert saved == list(range(1, 10))

@@ -463,7 +463,9 @@ def glue_run_handle(model: ModelSource, task: str, config, results_dir=None, obj
 def glue_run(model: ModelSource, task: str, config, data_dir=None, results_dir=None, objective=None) -> StoredRun:
     """:func:`glue_finetuning`'s stored run (fine-tuned first when absent): its ``train()`` (the result under
     ``"result"``) and its ``history()`` (the dev metric at step 0 and the end, and an objective's per-step
-    columns, e.g. ACL's gradient angles)."""
+    columns, e.g. ACL's gradient angles). While it trains, a checkpoint every few minutes in
+    :func:`glue_run_dir` (removed once the run is recorded): asked again after an interruption, it resumes from there
+    and says from which step."""
     from ..training.glue import TASK_METRICS, finetune_glue
 
     path, identity, key = _glue_identity(model, task, config, objective)
@@ -473,7 +475,10 @@ def glue_run(model: ModelSource, task: str, config, data_dir=None, results_dir=N
 
         history: list[dict] = []
         extra = {} if objective is None else {"objective": objective}
-        result = finetune_glue(str(model.locate()), task, config, data_dir, history=history, **extra)
+        # checkpoints every few minutes in the run's own .cache folder: an interrupted run resumes there
+        run_dir = glue_run_dir(key)
+        result = finetune_glue(str(model.locate()), task, config, data_dir, history=history, run_dir=run_dir,
+                               **extra)
         metric = TASK_METRICS[task][1]
         frame = pd.DataFrame(history)
         train = {"identity": identity, "method_versions": path_versions(path)["modules"], "result": result,
@@ -495,7 +500,15 @@ def glue_run(model: ModelSource, task: str, config, data_dir=None, results_dir=N
         if getattr(config, "head_learning_rate", None) is not None:
             train["summary"]["head_learning_rate"] = config.head_learning_rate
         stored.record(json.loads(json.dumps(train, default=float)), frame)
+        import shutil
+
+        shutil.rmtree(run_dir, ignore_errors=True)  # recorded: its checkpoint would only take room
     return stored
+
+
+def glue_run_dir(key: str) -> Path:
+    """Where a GLUE fine-tuning keeps its checkpoint while it trains: ``.cache/runs/glue/<key>/``."""
+    return CACHE_DIR / "runs" / "glue" / key
 
 
 def glue_search(model: ModelSource, task: str, learning_rates, data_dir=None, results_dir=None,

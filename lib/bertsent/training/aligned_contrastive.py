@@ -145,6 +145,13 @@ class ContrastiveObjective(GlueObjective):
     def describe(self) -> dict:
         return {f"acl_{key}": value for key, value in asdict(self.config).items()}
 
+    def log_state(self) -> dict:
+        return {"angles": self.angles, "dropped": self.dropped}
+
+    def load_log_state(self, state: dict) -> None:
+        # the checkpoint's own lists: the loop state keeps referring to what the next steps append to
+        self.angles, self.dropped = state.setdefault("angles", []), state.setdefault("dropped", [])
+
     def build_model(self, model_path: str, num_labels: int = 2) -> torch.nn.Module:
         self.last, self.angles, self.dropped = {}, [], []  # one fine-tuning's log (the objective can be reused)
         return super().build_model(model_path, num_labels)

@@ -47,6 +47,15 @@ class FineTuningDivergedError(TrainingDivergedError):
     pass
 
 
+class FineTuningStopped(RuntimeError):
+    """A fine-tuning left before its last step (``stop_after``); its checkpoint in ``run_dir`` resumes it."""
+
+
+# a resumable checkpoint at least this often (minutes) when a run directory is given: an interrupted run loses at
+# most that much
+CHECKPOINT_MINUTES = 3.0
+
+
 @dataclass
 class GlueConfig:
     learning_rate: float = 2e-5
@@ -129,7 +138,9 @@ def _model_digest(model_path: str) -> str:
 
 def finetune_glue(model_path: str, task: str, config: GlueConfig | None = None, data_dir=None,
                   show_progress: bool = False, cache_dir: str | Path | None = None,
-                  history: list | None = None, objective: GlueObjective | None = None) -> dict:
+                  history: list | None = None, objective: GlueObjective | None = None,
+                  run_dir: str | Path | None = None, checkpoint_minutes: float | None = CHECKPOINT_MINUTES,
+                  stop_after: int | None = None) -> dict:
     """Fine-tune the BERT at ``model_path`` on ``task``'s training set; return its dev metrics and costs.
 
     ``cache_dir``: keep each result as JSON keyed by the weights' sha256, the task and the configuration,
@@ -138,6 +149,13 @@ def finetune_glue(model_path: str, task: str, config: GlueConfig | None = None, 
     (the dev pass at step 0 uses no random number, so the fine-tuning is the same with or without it).
     ``objective``: what is trained beyond the recipe (:class:`GlueObjective`); its name and configuration join
     the cache key and the result (every step gets a history row when it asks for one).
+
+    ``run_dir``: a folder of this run alone (keyed by the model, the task, the configuration and the objective,
+    as :func:`bertsent.experiments.runs.glue_run`'s ``.cache/runs/glue/<key>/``): a resumable checkpoint is written
+    there every ``checkpoint_minutes``, and a call that finds one resumes from it (saying from which step) and ends
+    with the numbers of an uninterrupted run (the weights, the random state, the history and the objective's log
+    are in it); a checkpoint of another configuration is refused. ``stop_after``: leave after this many steps of
+    this call with a checkpoint (:class:`FineTuningStopped`; needs ``run_dir``), as an interruption would.
     """
     config = config or GlueConfig()
     if task not in TASK_METRICS:
@@ -151,7 +169,10 @@ def finetune_glue(model_path: str, task: str, config: GlueConfig | None = None, 
         cached = Path(cache_dir) / f"{task}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
         if cached.is_file():
             return json.loads(cached.read_text())
-    result = _finetune(model_path, task, config, data_dir, show_progress, history, objective)
+    if stop_after is not None and run_dir is None:
+        raise ValueError("stop_after leaves a checkpoint to resume from, so it needs a run_dir")
+    result = _finetune(model_path, task, config, data_dir, show_progress, history, objective, run_dir,
+                       checkpoint_minutes, stop_after)
     if cached is not None:
         cached.parent.mkdir(parents=True, exist_ok=True)
         tmp = cached.with_suffix(".tmp")
@@ -187,6 +208,14 @@ class GlueObjective:
 
     def describe(self) -> dict:
         return {}
+
+    def log_state(self) -> dict:
+        """What the objective keeps across steps for :meth:`result` (kept in the run's checkpoints; the same
+        objects, so that each checkpoint holds the log so far)."""
+        return {}
+
+    def load_log_state(self, state: dict) -> None:
+        """Take back :meth:`log_state` from a checkpoint when a run resumes."""
 
     def build_model(self, model_path: str, num_labels: int = 2) -> torch.nn.Module:
         return sequence_classifier(model_path, num_labels)
@@ -230,6 +259,12 @@ class GlueMethod(Method):
         encoded, labels = _encode(self.train.iloc[self.shard(rows.tolist())], self.tokenizer, self.config.max_length)
         return self.to_device({**encoded, "labels": labels})
 
+    def initial_state(self) -> dict:
+        return {**super().initial_state(), "objective": self.objective.log_state()}
+
+    def resumed(self, state: dict) -> None:
+        self.objective.load_log_state(state.setdefault("objective", {}))
+
     def loss(self, model, batch) -> dict:
         return self.objective.loss(model, batch)
 
@@ -247,7 +282,8 @@ class GlueMethod(Method):
 
 
 def _finetune(model_path: str, task: str, config: GlueConfig, data_dir, show_progress: bool,
-              history: list | None = None, objective: GlueObjective | None = None) -> dict:
+              history: list | None = None, objective: GlueObjective | None = None, run_dir=None,
+              checkpoint_minutes: float | None = CHECKPOINT_MINUTES, stop_after: int | None = None) -> dict:
     from transformers import AutoTokenizer
 
     train = training_rows(task, config.max_train_examples, config.seed, data_dir)
@@ -263,12 +299,24 @@ def _finetune(model_path: str, task: str, config: GlueConfig, data_dir, show_pro
     optimizer = adamw(decay_parameter_groups(model, config.weight_decay, config.head_learning_rate),
                       config.learning_rate, fused=True)
     scheduler = warmup_schedule(optimizer, int(config.warmup_ratio * total), total)
-    # the dev pass at step 0 (eval mode: no dropout) uses no random number: the same fine-tuning with or without it
+    # what a checkpoint in run_dir must have been written by (the folder itself is keyed by the model)
+    identity = {"task": task, "config": config_identity(config), "train_examples": len(train),
+                "dev_examples": len(dev), "total_steps": total, "history": history is not None}
+    if objective is not None:
+        identity["objective"] = {"name": objective.name, **objective.describe()}
+    # the dev pass at step 0 (eval mode: no dropout) uses no random number: the same fine-tuning with or without it.
+    # No selection (the fine-tuned model is the last one), so no best.pt; no checkpoint at the end either (the
+    # caller records the run, then removes the folder)
     run = train_loop(method, model, optimizer, scheduler, LoopSettings(
         total_steps=total, evaluate_at_start=history is not None,
         log_every=(1 if method.objective.log_every_step else 10) if history is not None else None,
-        max_grad_norm=1.0, show_progress=show_progress, description=f"{task} lr={config.learning_rate:g}"),
-        accelerator)
+        max_grad_norm=1.0, show_progress=show_progress,
+        description=Path(run_dir).name if run_dir is not None else f"{task} lr={config.learning_rate:g}",
+        output_dir=run_dir, config=identity, checkpoint_at_end=False, write_best=False, restore_best=False,
+        evaluate_at_stop=False, stop_after=stop_after,
+        checkpoint_minutes=checkpoint_minutes if run_dir is not None else None), accelerator)
+    if run.steps < total:
+        raise FineTuningStopped(f"{task}: stopped at step {run.steps} of {total}; {run.checkpoint} resumes it")
     if history is not None:
         history.extend(run.history)
     extra = {} if objective is None else {"objective": objective.name, **objective.describe(),

@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import collections
 import math
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -313,6 +314,10 @@ class Method:
     def before_optimizer_step(self, model, losses: dict) -> None:
         """Gradients are in ``.grad`` (not clipped yet): record them, or change them (gradient surgery)."""
 
+    def resumed(self, state: dict) -> None:
+        """Called once when a checkpoint was loaded, with its loop state: take back what the method keeps there
+        (e.g. a per-step log that the result summarises)."""
+
     def after_step(self, state: dict, batch, losses: dict) -> None:
         """After the update (``state["step"]`` counts it): counters such as tokens seen."""
 
@@ -381,6 +386,10 @@ class LoopSettings:
     resume: bool = True
     restore_best: bool = True  # put best.pt's weights back at the end (when one was written)
     stop_after: int | None = None  # leave after this many steps of this call, as if interrupted (a checkpoint is written)
+    # evaluate (a history row, a selection) before leaving at stop_after / stop_after_seconds; False: only the
+    # checkpoint, so that the resumed run's history is the uninterrupted one's
+    evaluate_at_stop: bool = True
+    write_best: bool = True  # keep best.pt (and restore it, restore_best); False for a trainer without selection
     # also a checkpoint whenever this many minutes of wall time have passed since the last one (None: only at
     # evaluations), so an interruption loses at most that much of a long run
     checkpoint_minutes: float | None = None
@@ -445,7 +454,7 @@ def train_loop(method: Method, model: torch.nn.Module, optimizer, scheduler, set
     if output_dir is not None:
         output_dir.mkdir(parents=True, exist_ok=True)
     checkpoint = Checkpoint(output_dir / "checkpoint.pt" if output_dir is not None else None, settings.config)
-    best_path = output_dir / "best.pt" if output_dir is not None else None
+    best_path = output_dir / "best.pt" if output_dir is not None and settings.write_best else None
 
     state = method.initial_state()
     saved = checkpoint.load() if settings.resume else None
@@ -454,13 +463,20 @@ def train_loop(method: Method, model: torch.nn.Module, optimizer, scheduler, set
         optimizer.load_state_dict(saved["optimizer"])
         scheduler.load_state_dict(saved["scheduler"])
         state = saved["state"]
+        resumed = state.pop("_loop", None) or {}  # the running loss and random state (older checkpoints: none)
+        if accelerator.is_main_process:
+            print(f"resuming {settings.description or output_dir.name} from step {state['step']} "
+                  f"(checkpoint {checkpoint.path})", file=sys.stderr, flush=True)
+        method.resumed(state)
+    else:
+        resumed = {}
     last_good = {"step": state["step"] if saved is not None else None}
     # Not the scheduler: accelerate steps a prepared one num_processes times per step (it assumes every process
     # reads a batch of its own); here the processes share one batch (Method.shard), so one step is one step.
     model, optimizer = accelerator.prepare(model, optimizer)
     unwrapped = accelerator.unwrap_model(model)
     trainable = method.trainable_parameters(unwrapped)
-    running = float("nan")
+    running = resumed.get("running", float("nan"))  # a resumed run's history goes on as the uninterrupted one's
     lowest = first = float("nan")  # the running loss's lowest and first values in this call (check_divergence)
     recent = collections.deque(maxlen=settings.divergence_window)  # the last steps' losses (check_divergence)
     total = settings.total_steps
@@ -474,7 +490,13 @@ def train_loop(method: Method, model: torch.nn.Module, optimizer, scheduler, set
 
     def save_checkpoint() -> None:
         if accelerator.is_main_process:
-            checkpoint.save(method.checkpoint_weights(unwrapped), optimizer, scheduler, state)
+            # with the running loss and, without per-step seeds, the random state: the resumed run's next step
+            # draws what the uninterrupted run's did
+            extra = {"running": running}
+            if settings.step_seed is None:
+                extra["rng"] = torch.get_rng_state()
+                extra["cuda_rng"] = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+            checkpoint.save(method.checkpoint_weights(unwrapped), optimizer, scheduler, {**state, "_loop": extra})
         last_good["step"] = state["step"]
         saved_at["time"] = time.time()
 
@@ -510,9 +532,16 @@ def train_loop(method: Method, model: torch.nn.Module, optimizer, scheduler, set
     if settings.evaluate_at_start and state["step"] == 0 and not state["history"]:
         evaluate()
     steps_this_call = 0
+    if settings.step_seed is None and resumed.get("rng") is not None:
+        torch.set_rng_state(resumed["rng"])
+        if resumed.get("cuda_rng") is not None and len(resumed["cuda_rng"]) == torch.cuda.device_count():
+            torch.cuda.set_rng_state_all(resumed["cuda_rng"])
     while state["step"] < total:
         if (settings.stop_after is not None and steps_this_call >= settings.stop_after) or out_of_time():
-            evaluate(force_checkpoint=True)
+            if settings.evaluate_at_stop:
+                evaluate(force_checkpoint=True)
+            elif checkpoint.path is not None:
+                save_checkpoint()
             break
         if settings.step_seed is not None:
             seed_step(settings.step_seed, state["step"])
