@@ -44,6 +44,74 @@ class NotebookFailed(RuntimeError):
     """A notebook stopped (a cell raised, or Ctrl-C): one line naming the cell and the partial notebook."""
 
 
+_KERNELS: set = set()  # the kernel managers of this process's page runs, while their kernels run (Ctrl-C reaches them)
+INTERRUPT_GRACE_SECONDS = 15.0  # after one Ctrl-C, a run still going this much later is ended at once
+
+
+def _signal_kernels(signum: int) -> None:
+    """Send ``signum`` to every running kernel's process group (the kernel and whatever it started)."""
+    for manager in list(_KERNELS):
+        provisioner = getattr(manager, "provisioner", None)
+        group = getattr(provisioner, "pgid", None) or getattr(provisioner, "pid", None)
+        if group:
+            try:
+                os.killpg(group, signum)
+            except OSError:  # gone already
+                pass
+
+
+class _StopOnInterrupt:
+    """While a page executes: one Ctrl-C (SIGINT) stops it. The kernel runs in a session of its own, so the
+    terminal's Ctrl-C never reaches it: the signal is passed on to the kernel (its cell stops where it is) and
+    KeyboardInterrupt is raised here (the runner stops, the kernel is shut down, and the one-line message names the
+    partial notebook). Should the run still be going :data:`INTERRUPT_GRACE_SECONDS` later, or at a second Ctrl-C,
+    the kernels are killed and the process ends at once with that line (exit status 130). The book's page and
+    ``results/`` are never written by an interrupted run: they are written after the notebook has finished."""
+
+    def __init__(self, message: str):
+        self.message, self.interrupted, self._timer, self._previous = message, False, None, None
+
+    def __enter__(self):
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():  # signal handlers live in the main thread
+            self._previous = signal.signal(signal.SIGINT, self._on_interrupt)
+        return self
+
+    def _on_interrupt(self, signum, frame):
+        import signal
+        import threading
+
+        if self.interrupted:
+            self._end_now()
+        self.interrupted = True
+        _signal_kernels(signal.SIGINT)
+        self._timer = threading.Timer(INTERRUPT_GRACE_SECONDS, self._end_now)
+        self._timer.daemon = True
+        self._timer.start()
+        raise KeyboardInterrupt
+
+    def _end_now(self):
+        import signal
+
+        _signal_kernels(signal.SIGKILL)
+        try:
+            sys.stderr.write(f"error: {self.message}\n")
+            sys.stderr.flush()
+        finally:
+            os._exit(130)
+
+    def __exit__(self, *exc):
+        import signal
+
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+        if self._timer is not None:  # the run stopped in time
+            self._timer.cancel()
+        return False
+
+
 def _local_kernel_manager():
     """The kernel's channels as local sockets (IPC) rather than TCP on localhost: the same kernel, without its
     warning that TCP traffic is unencrypted, and with no port open to other users of the machine."""
@@ -51,6 +119,14 @@ def _local_kernel_manager():
     from traitlets import default
 
     class LocalKernelManager(KernelManager):
+        async def _async_post_start_kernel(self, **kw):
+            await super()._async_post_start_kernel(**kw)
+            _KERNELS.add(self)  # a Ctrl-C of the runner reaches it (_StopOnInterrupt)
+
+        async def _async_cleanup_resources(self, restart: bool = False):  # the kernel has ended
+            _KERNELS.discard(self)
+            await super()._async_cleanup_resources(restart=restart)
+
         @default("transport")
         def _default_transport(self):
             return "ipc"
@@ -532,17 +608,28 @@ def run_notebook(name: str, profile: str = "quick", overrides: dict | None = Non
     read_log.unlink(missing_ok=True)
     previous = os.environ.get(READ_LOG_VARIABLE)
     os.environ[READ_LOG_VARIABLE] = str(read_log)  # the kernel inherits it: the stored runs the page reads
+    interrupted = (f"{name}: interrupted (the partial notebook: {_shown_path(tmp_output)}; trained runs resume from "
+                   "their checkpoints when you run it again)")
+    stop = _StopOnInterrupt(interrupted)
     try:
         # at a terminal, a bar of the cells run; in a log, the partial notebook (saved after every cell) shows them
-        papermill.execute_notebook(str(source), str(tmp_output), parameters=parameters, cwd=str(REPO_ROOT),
-                                   kernel_name="python3", progress_bar=sys.stderr.isatty(),
-                                   kernel_manager_class=_local_kernel_manager())
+        with stop:
+            papermill.execute_notebook(str(source), str(tmp_output), parameters=parameters, cwd=str(REPO_ROOT),
+                                       kernel_name="python3", progress_bar=sys.stderr.isatty(),
+                                       kernel_manager_class=_local_kernel_manager())
     except papermill.PapermillExecutionError as error:
+        if stop.interrupted:  # the kernel's KeyboardInterrupt came back first
+            raise NotebookFailed(interrupted) from None
         raise NotebookFailed(f"{name}: cell {error.exec_count} raised {error.ename}: {error.evalue} "
                              f"(the partial notebook: {_shown_path(tmp_output)})") from None
     except KeyboardInterrupt:
-        raise NotebookFailed(f"{name}: interrupted (the partial notebook: {_shown_path(tmp_output)}; trained runs "
-                             "resume from their checkpoints when you run it again)") from None
+        for manager in list(_KERNELS):  # one interrupted while it started, before papermill could shut it down
+            try:
+                manager.shutdown_kernel(now=True)
+            except Exception:  # noqa: BLE001 - gone already; the kernel also ends when its parent does
+                pass
+            _KERNELS.discard(manager)
+        raise NotebookFailed(interrupted) from None
     finally:
         if previous is None:
             os.environ.pop(READ_LOG_VARIABLE, None)
