@@ -276,3 +276,28 @@ def test_heads_may_have_their_own_learning_rate_and_the_encoder_keeps_the_optimi
     assert len(decay_parameter_groups(model, 0.01)) == 2  # unset: BERT's two groups over every parameter
     with pytest.raises(ValueError, match="base_model_prefix"):
         decay_parameter_groups(Regressor(), 0.01, head_learning_rate=1e-3)
+
+
+def test_a_resumed_run_says_from_which_step_and_continues_the_running_loss(tmp_path, capsys):
+    """One line when a checkpoint is loaded; with evaluate_at_stop=False the history (running loss included) is the
+    uninterrupted run's, and a run without per-step seeds draws what it would have drawn (the random state is in
+    the checkpoint)."""
+    class Noisy(Toy):  # draws from torch's global stream every step, as dropout does
+        def loss(self, model, batch):
+            losses = super().loss(model, batch)
+            return {**losses, "loss": losses["loss"] * (1 + 0.1 * torch.rand(()))}
+
+    def run(directory, **overrides):
+        return train_loop(Noisy(), *build(), settings(directory, step_seed=None, eval_every=3, log_every=1,
+                                                      evaluate_at_stop=False, description="toy", **overrides))
+
+    straight = run(tmp_path / "straight")
+    run(tmp_path / "split", stop_after=5)
+    capsys.readouterr()
+    resumed = run(tmp_path / "split")
+    err = capsys.readouterr().err
+    assert err.count("resuming toy from step 5 (checkpoint ") == 1 and str(tmp_path / "split") in err
+    assert resumed.history == straight.history
+    a = torch.load(tmp_path / "straight" / "checkpoint.pt", weights_only=False)["model"]
+    b = torch.load(tmp_path / "split" / "checkpoint.pt", weights_only=False)["model"]
+    assert all(torch.equal(a[name], b[name]) for name in a)
