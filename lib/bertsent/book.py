@@ -65,8 +65,8 @@ class _StopOnInterrupt:
     terminal's Ctrl-C never reaches it: the signal is passed on to the kernel (its cell stops where it is) and
     KeyboardInterrupt is raised here (the runner stops, the kernel is shut down, and the one-line message names the
     partial notebook). Should the run still be going :data:`INTERRUPT_GRACE_SECONDS` later, or at a second Ctrl-C,
-    the kernels are killed and the process ends at once with that line (exit status 130). The book's page and
-    ``results/`` are never written by an interrupted run: they are written after the notebook has finished."""
+    the kernels are killed and the process ends at once with that line (exit status 130). The page itself is
+    written only after the notebook has finished, so an interrupted run never writes it."""
 
     def __init__(self, message: str):
         self.message, self.interrupted, self._timer, self._previous = message, False, None, None
