@@ -85,16 +85,15 @@ def figure_functions() -> set[str]:
     return names
 
 
-def test_every_plot_cell_of_an_executed_page_shows_a_figure():
-    """A code cell that draws a figure has an image among its outputs. Before the fix of ``page_figure`` a page
-    showed only its first figure: the isotropy page 1 of its 4, the multi-exit page not its quality-speed curve."""
+def plot_cells_without_figure(book_dir: Path) -> tuple[int, list[tuple[Path, int, str]]]:
+    """The code cells of the executed notebooks under ``book_dir`` that draw a figure (a figure function of the
+    book or ``plt.show()``): how many there are, and (notebook, cell index, the call) for each without an image."""
     import re
 
     names = figure_functions()
-    assert {"anisotropy_curves", "quality_speed", "circle_embeddings"} <= names
     draws = re.compile(r"(?<!def )\b(?:" + "|".join(sorted(names)) + r")\(|\bplt\.show\(")
     plot_cells, missing = 0, []
-    for path in sorted((REPO_ROOT / "book").rglob("*.ipynb")):
+    for path in sorted(book_dir.rglob("*.ipynb")):
         if path.name.endswith(".running.ipynb") or ".ipynb_checkpoints" in path.parts:
             continue
         for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
@@ -102,6 +101,57 @@ def test_every_plot_cell_of_an_executed_page_shows_a_figure():
                 continue
             plot_cells += 1
             if not any("image/png" in output.get("data", {}) for output in cell.get("outputs", [])):
-                missing.append(f"{path.relative_to(REPO_ROOT)} cell {index}: {draws.search(cell.source).group(0)}")
+                missing.append((path, index, draws.search(cell.source).group(0)))
+    return plot_cells, missing
+
+
+def out_of_date_pages() -> dict[Path, str]:
+    """The executed page (its path) of every notebook that ``python -m bertsent.book status`` calls out of date,
+    with the reason it gives."""
+    from bertsent.book import load_config, page_status
+
+    config = load_config()
+    stale = {}
+    for name, entry in config["notebooks"].items():
+        up_to_date, reason = page_status(name, config)
+        if not up_to_date:
+            stale[(REPO_ROOT / entry["output"]).resolve()] = f"{name}: {reason}"
+    return stale
+
+
+def test_every_plot_cell_of_an_executed_page_shows_a_figure():
+    """A code cell that draws a figure has an image among its outputs. Before the fix of ``page_figure`` a page
+    showed only its first figure: the isotropy page 1 of its 4, the multi-exit page not its quality-speed curve.
+
+    A page executed before the fix shows its figures once it is re-executed; one that ``bertsent.book status``
+    calls out of date (its re-execution waits, e.g. for runs to train again) is allowed its missing figures until
+    then and named in a warning; an up-to-date page missing a figure fails."""
+    import warnings
+
+    assert {"anisotropy_curves", "quality_speed", "circle_embeddings"} <= figure_functions()
+    plot_cells, missing = plot_cells_without_figure(REPO_ROOT / "book")
     assert plot_cells >= 20  # every page that draws is looked at
-    assert not missing, "plot cells without a figure (re-execute the page): " + "; ".join(missing)
+    stale = out_of_date_pages() if missing else {}
+    shown = [f"{path.relative_to(REPO_ROOT)} cell {index}: {call}" for path, index, call in missing]
+    waiting = [line for line, (path, _, _) in zip(shown, missing) if path.resolve() in stale]
+    failing = [line for line, (path, _, _) in zip(shown, missing) if path.resolve() not in stale]
+    if waiting:
+        warnings.warn("plot cells without a figure on pages out of date (re-execute them): " + "; ".join(waiting)
+                      + " [" + "; ".join(sorted({stale[path.resolve()] for path, _, _ in missing
+                                                   if path.resolve() in stale})) + "]")
+    assert not failing, "plot cells without a figure on up-to-date pages (re-execute the page): " + "; ".join(failing)
+
+
+def test_a_plot_cell_without_a_figure_is_found(tmp_path):
+    """The check above finds a drawing cell without an image (and counts one with an image as shown)."""
+    name = sorted(figure_functions())[0]
+    shown = nbformat.v4.new_code_cell(f"plots.{name}(table)", outputs=[nbformat.v4.new_output(
+        "display_data", data={"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"})])
+    blank = nbformat.v4.new_code_cell(f"plots.{name}(table)", outputs=[nbformat.v4.new_output(
+        "display_data", data={"text/plain": "<Figure size 640x480 with 1 Axes>"})])
+    nbformat.write(nbformat.v4.new_notebook(cells=[shown, blank]), tmp_path / "page.ipynb")
+    plot_cells, missing = plot_cells_without_figure(tmp_path)
+    assert plot_cells == 2
+    assert missing == [(tmp_path / "page.ipynb", 1, f"{name}(")]
+    # an up-to-date page is never excused: only pages the runner calls out of date are
+    assert (tmp_path / "page.ipynb").resolve() not in out_of_date_pages()
