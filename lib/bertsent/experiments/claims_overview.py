@@ -105,8 +105,11 @@ def sg_opt_claims(inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataF
     if _path("sg_opt_cost", "cost/inference.csv", inputs_dir, per_page).is_file():
         from .cost import inference_claims
 
-        cost = {"cost/inference_claims.csv": inference_claims(
-            read_results("sg_opt_cost", "cost/inference.csv", inputs_dir, per_page), reported.sg_opt_cost_table())}
+        inference = read_results("sg_opt_cost", "cost/inference.csv", inputs_dir, per_page)
+        # judged from the timings themselves; a copy without them (the test suite's smoke fixtures leave every
+        # column that times the machine out) has no cost claims to recompute
+        if {"ratio_to_peer", "ratio_sd"} <= set(inference.columns):
+            cost = {"cost/inference_claims.csv": inference_claims(inference, reported.sg_opt_cost_table())}
     return {**cost, "layer_pooling_claims.csv": figure1, "sts_baselines_claims.csv": baselines,
             "sts_main_claims.csv": sts_claims(scores, paper_avg, STS_CLAIMS, _trained_sets(scores), spreads),
             "transfer_claims.csv": transfer, "sg_ablations_claims.csv": ablation_claims(ablations),
