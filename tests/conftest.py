@@ -87,7 +87,8 @@ def library_copy(tmp_path, monkeypatch):
 
 
 # the longest tests (5-55 s each; the rest take under 15 s, most under 1 s)
-LONG_TESTS = ("test_smoke_run", "test_two_processes_share_each_step_and_keep_one_schedule",
+LONG_TESTS = ("test_smoke_run", "test_smoke_run_passes_on_an_unseen_kind_of_cpu",
+              "test_two_processes_share_each_step_and_keep_one_schedule",
               "test_two_cpu_processes_under_accelerate")
 
 
