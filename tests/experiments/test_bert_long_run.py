@@ -6,7 +6,7 @@ from bertsent.experiments.bert_long_run import curve_table, floor_claims, load_r
 
 FIXTURE_ROOT = "tests/fixtures/training/long_run"  # relative: read from the repository's root, as a profile names it
 FLOORS = {"majority_token": ",", "eval_pairs": 1024,
-          "mask": {"count": 20000, "majority": 0.06, "best_constant": 0.06, "copy": 0.0}}
+          "mask": {"count": 20000, "majority": 0.05, "best_constant": 0.06, "copy": 0.0}}
 
 
 def test_a_run_with_nothing_committed_says_how_to_make_it(tmp_path):
@@ -32,12 +32,13 @@ def history_at(mask_accuracy: float, nsp_accuracy: float) -> pd.DataFrame:
 
 def test_a_run_on_the_plateau_has_not_left_the_floor():
     claims = floor_claims(history_at(0.062, 0.51), FLOORS).set_index("claim")
-    assert claims.loc["[MASK] accuracy > always the majority word piece", "verdict"] == "within noise"
+    assert claims.loc["[MASK] accuracy > the best constant guess", "verdict"] == "within noise"
     assert claims.loc["[MASK] accuracy > the target 25%", "verdict"] == "not reproduced"
     assert claims.loc["NSP accuracy > chance (50%)", "verdict"] == "within noise"
 
 
 def test_a_run_that_learned_clears_the_floor_the_target_and_chance():
     claims = floor_claims(history_at(0.31, 0.80), FLOORS).set_index("claim")
-    assert claims.loc["[MASK] accuracy > always the majority word piece", "our_effect"] == pytest.approx(25.0)
+    # judged against the harder floor: the best constant (6%), not the majority word piece (5%)
+    assert claims.loc["[MASK] accuracy > the best constant guess", "our_effect"] == pytest.approx(25.0)
     assert set(claims["verdict"]) == {"reproduced"}

@@ -666,17 +666,20 @@ def sts_main_figure(scores: pd.DataFrame, paper: pd.Series | dict | None = None,
 
 
 @page_figure
-def long_run_curves(history: pd.DataFrame, majority_floor: float, target: float):
+def long_run_curves(history: pd.DataFrame, majority_floor: float, target: float, best_constant: float | None = None):
     """The long pre-training run against tokens seen: held-out accuracy at [MASK] positions with the majority word
     piece's floor and the target, the held-out MLM loss, and NSP accuracy with chance (50%). Accuracy axes run
     from 0, so a rise off the floor is not blown up.
 
-    ``history``: the run's ``history.csv``; ``majority_floor`` and ``target``: fractions."""
+    ``history``: the run's ``history.csv``; ``majority_floor``, ``target`` and ``best_constant`` (the one word piece
+    right most often on the held-out [MASK] positions, drawn when given): fractions."""
     fig, axes, _ = panel_grid(3, per_row=3, panel=(2.6, 2.8))
     millions = history["tokens"] / 1e6
     mask, loss, nsp = axes
     mask.plot(millions, 100 * history["heldout_mlm_mask_accuracy"], marker=".", label="held-out [MASK] accuracy")
     mask.axhline(100 * majority_floor, color="0.4", ls="--", lw=1, label="always the majority word piece")
+    if best_constant is not None:
+        mask.axhline(100 * best_constant, color="tab:red", ls="--", lw=1, label="the best constant guess")
     mask.axhline(100 * target, color="tab:green", ls=":", lw=1.2, label=f"target ({100 * target:.0f}%)")
     mask.set_ylim(0, max(100 * target, 100 * float(history["heldout_mlm_mask_accuracy"].max())) * 1.15)
     mask.set_ylabel("accuracy at [MASK] (%)")
