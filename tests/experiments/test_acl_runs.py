@@ -19,10 +19,14 @@ def test_the_lambda_curve_reuses_the_main_tables_point_and_ce_has_no_lambda():
 
 
 def test_a_task_with_its_own_seeds_gets_exactly_those():
+    # (an empty lambda list is refused before any work, so the lambda curve keeps its own seeds here)
     parameters = resolve_parameters("acl_glue", "quick", {"tasks": ["SST-2", "CoLA"], "methods": ["ce"],
-                                                          "seeds": {"SST-2": [1], "CoLA": [1, 4]}, "lambdas": []})
+                                                          "seeds": {"SST-2": [1], "CoLA": [1, 4]}})
     runs = acl_runs.page_runs("acl_glue", parameters)
-    assert [(r.task, r.seed) for r in runs] == [("SST-2", 1), ("CoLA", 1), ("CoLA", 4)]
+    assert [(r.task, r.seed) for r in runs if r.method == "ce"] == [("SST-2", 1), ("CoLA", 1), ("CoLA", 4)]
+    curve = [r for r in runs if r.method != "ce"]
+    assert curve and {r.seed for r in curve} == set(parameters["lambda_seeds"])
+    assert {r.task for r in curve} == {parameters["lambda_task"]}
 
 
 def test_multi_exit_runs_are_the_modes_per_task_and_seed():
