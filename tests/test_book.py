@@ -804,12 +804,16 @@ def test_a_page_that_writes_claims_ends_with_their_verdict_box(name):
     """A page that judges claims (writes a ``*claims*.csv``) shows them in the one verdict box
     (:func:`bertsent.report.claims.verdict_box`), after the last cell that writes them: the reader finds the
     verdicts at the end of the page, not only in a table halfway down."""
+    import ast
+
     cells = [c.source for c in nbformat.read(REPO_ROOT / load_config()["notebooks"][name]["source"], as_version=4).cells
              if c.cell_type == "code"]
     writes = [i for i, source in enumerate(cells) if "write_table(" in source and "claims" in source]
     if not writes:
         return
-    boxes = [i for i, source in enumerate(cells) if "verdict_box(" in source and not source.lstrip().startswith("from")]
+    boxes = [i for i, source in enumerate(cells)
+             if any(isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "verdict_box"
+                    for node in ast.walk(ast.parse(source)))]  # a call, also in a cell that starts with its import
     assert boxes and boxes[-1] >= writes[-1], (f"{name} writes claims (code cell {writes[-1]}) but no verdict box "
                                                f"follows them; end the page with verdict_box(...)")
 

@@ -53,14 +53,19 @@ def test_unigram_entropy_of_a_toy_corpus():
 
 
 def test_floor_claims_weigh_the_gap_to_the_floor_by_the_positions_counted():
+    from bertsent.report.claims import t_quantile
+
     table = pd.DataFrame({"run": ["left", "stuck"], "tokens": [100, 100],
                           "heldout_mlm_mask_accuracy": [0.07, 0.052]})
     floors = pd.DataFrame({"run": ["left", "stuck"], "mask_positions": [10_000, 10_000],
                            "majority_token": ["the", "the"], "majority_floor": [0.05, 0.05]})
     claims = floor_claims(table, floors).set_index("run")
     assert claims.loc["left", "our_effect"] == pytest.approx(2.0)
-    assert claims.loc["left", "tolerance"] == pytest.approx(200 * math.sqrt(0.07 * 0.93 / 10_000))
+    # rule 3: the normal quantile (one run, no seeds) times the binomial SE of the accuracy, in points
+    z = t_quantile(math.inf)
+    assert z == pytest.approx(1.96, abs=1e-3)
+    assert claims.loc["left", "tolerance"] == pytest.approx(100 * z * math.sqrt(0.07 * 0.93 / 10_000))
     assert claims.loc["left", "verdict"] == "reproduced"
-    assert claims.loc["stuck", "verdict"] == "within noise"  # +0.2 against 2 SE = 0.44
+    assert claims.loc["stuck", "verdict"] == "within noise"  # +0.2 against 1.96 SE = 0.44
     fewer = floor_claims(table, floors.assign(mask_positions=100)).set_index("run")
     assert fewer.loc["left", "verdict"] == "within noise"  # the same gap on 100 positions is noise

@@ -194,7 +194,7 @@ def test_a_glue_objective_is_part_of_the_fine_tuning_key(monkeypatch, tmp_path):
 
     received = []
 
-    def finetune(model_path, task, config, data_dir=None, history=None, objective=None):
+    def finetune(model_path, task, config, data_dir=None, history=None, objective=None, run_dir=None):
         received.append(objective)
         history += [{"step": 0, "loss": None, "dev": 50.0}, {"step": 1, "loss": 0.6, "dev": 55.0, "angle": 95.0}]
         return {"task": task, "accuracy": 55.0, "train_seconds": 1.0}
