@@ -37,9 +37,25 @@ PRETRAINING_PATH = ("bertsent.training.pretraining",)
 GLUE_PATH = ("bertsent.training.glue",)
 
 
+# The verdict modules judge results; they never change a trained weight or a measured score. A trained run's key and
+# a stored measurement's settings read them at these fixed versions (the ones they had when the run store began), so
+# that bumping the verdict rule re-judges every page from the stored numbers instead of making every measurement,
+# and with it every training run whose weights are gone, look new. A page's own fingerprint (bertsent.book) still
+# follows their real versions: a page is re-executed, cheaply, when its verdicts change.
+VERDICT_MODULES_IN_KEYS = {"bertsent.report.claims": 2, "bertsent.report.reported": 1,
+                           "bertsent.experiments.claims_overview": 1}
+
+
+def measurement_versions(roots) -> dict[str, int]:
+    """:func:`~bertsent.versions.method_versions` of ``roots`` with the verdict modules at their fixed versions
+    (:data:`VERDICT_MODULES_IN_KEYS`): what enters a run key or a stored measurement's settings."""
+    versions = method_versions(roots)
+    return {name: VERDICT_MODULES_IN_KEYS.get(name, version) for name, version in versions.items()}
+
+
 def path_versions(path: tuple[str, ...]) -> dict:
     """The method versions of a training path and their digest (what enters a run key)."""
-    versions = method_versions(path)
+    versions = measurement_versions(path)
     return {"digest": versions_digest(versions), "modules": versions}
 
 
@@ -221,7 +237,7 @@ def run_scores(backbone: str, train_data: str, config: SelfGuidedConfig, evaluat
 
 def evaluation_settings(module: str, **settings) -> dict:
     """An evaluation's settings with the method versions of the scoring code (``module`` and what it imports)."""
-    return {**settings, "methods": versions_digest(method_versions([module]))}
+    return {**settings, "methods": versions_digest(measurement_versions([module]))}
 
 
 def trained_transfer_scores(backbone: str, train_data: str, config: SelfGuidedConfig, tasks: dict, data_dir=None,
