@@ -60,6 +60,9 @@ def test_readme_headline_numbers_are_the_committed_results():
     mask = mlm[(mlm["positions"] == "mask") & (mlm["text"] == "held-out corpus")].iloc[0]
     bert = chapter_line("BERT")
     assert f"{100 * mask['accuracy']:.1f}% accuracy" in bert and f"{100 * mask['majority_floor']:.1f}% for" in bert
+    long_run = pd.read_csv(RESULTS_DIR / "bert" / "long_run_claims.csv").iloc[0]
+    assert f"at {long_run['tokens'] / 1e6:.1f}M tokens" in bert
+    assert f"{long_run['score']:.2f}% at [MASK] against {long_run['reference']:.2f}% for the best constant" in bert
 
     ablation = pd.read_csv(RESULTS_DIR / "attention_pooling" / "ablation_table.csv").set_index(["backbone", "pooling"])
     pooling = chapter_line("Attention pooling")
