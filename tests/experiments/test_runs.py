@@ -329,3 +329,30 @@ def test_untrained_scores_are_read_from_the_books_store_and_written_only_where_a
     assert calls == [1, 1] and not other.exists()
     runs.untrained_scores("m", "sts_cls", {**settings, "datasets": {"stsb": 4}}, compute, other)  # other settings
     assert calls == [1, 1, 1]
+
+
+def test_a_verdict_rule_bump_changes_no_run_key_or_stored_measurement(monkeypatch):
+    """The verdict modules judge results and change no weight or score: run keys and stored measurements read them
+    at fixed versions, so bumping the rule re-judges pages instead of re-keying every stored run and measurement."""
+    from bertsent.experiments import runs
+
+    real = runs.method_versions
+
+    def bumped(roots, *args, **kwargs):
+        versions = real(roots, *args, **kwargs)
+        return {name: (version + 5 if name in runs.VERDICT_MODULES_IN_KEYS else version)
+                for name, version in versions.items()}
+
+    module = "bertsent.experiments.self_guided"
+    before = runs.evaluation_settings(module, pairs=10)["methods"], runs.path_versions(runs.SG_TRAINING_PATH)["digest"]
+    monkeypatch.setattr(runs, "method_versions", bumped)
+    after = runs.evaluation_settings(module, pairs=10)["methods"], runs.path_versions(runs.SG_TRAINING_PATH)["digest"]
+    assert before == after
+    assert set(runs.VERDICT_MODULES_IN_KEYS) & set(real([module]))  # the scoring code does reach a verdict module
+
+    def other_bump(roots, *args, **kwargs):  # a bump of a module that computes numbers still re-keys
+        versions = real(roots, *args, **kwargs)
+        return {name: (version + 5 if name == "bertsent.encode.pooling" else version) for name, version in versions.items()}
+
+    monkeypatch.setattr(runs, "method_versions", other_bump)
+    assert runs.evaluation_settings(module, pairs=10)["methods"] != before[0]
