@@ -149,14 +149,14 @@ def main(argv=None) -> int:
         return values[len(values) // 2] if len(values) % 2 else (values[len(values) // 2 - 1] + values[len(values) // 2]) / 2
 
     summary = {arm: median([r["arms"][arm]["tokens_per_second"] for r in rounds]) for arm in ARMS}
-    from bertsent.training.long_run import cpu_description
+    from bertsent.experiments.bert_publish import cpu_name
 
     payload = {
         "what": "tokens/s of BERT-mini MLM + NSP pre-training at length 128: the book's trainer against a plain "
                 "transformers loop (BertForPreTraining with labels, AdamW, bf16 autocast) on the same pairs",
         "command": "OMP_NUM_THREADS=1 .venv/bin/python benchmarks/pretraining_throughput.py "
                    f"--steps {args.steps} --repeats {args.repeats}",
-        "date": time.strftime("%Y-%m-%d"), "cpu": cpu_description(), "cores": os.cpu_count(),
+        "date": time.strftime("%Y-%m-%d"), "cpu": cpu_name(), "cores": os.cpu_count(),
         "pairs_per_step_per_process": PAIRS_PER_STEP, "steps_per_arm": args.steps,
         "median_tokens_per_second": summary,
         "project_per_core_over_plain": median([r["project_1x1_over_plain_1x1"] for r in rounds]),

@@ -147,17 +147,12 @@ def commit(committed: Path, message: str, attempts: int = 5) -> None:
     print(f"warning: could not commit {committed}; commit it by hand", file=sys.stderr, flush=True)
 
 
-def cpu_description() -> str:
-    from ..experiments.bert_publish import cpu_name
-
-    return cpu_name()
-
-
 def train_stretch(name: str, minutes: float, checkpoint_minutes: float = 10.0, export_minutes: float = 45.0,
                   runs_root: Path = RUNS_ROOT, committed_root: Path = COMMITTED_ROOT, commit_exports: bool = False,
                   corpus_dir=None, cache_dir=None, show_progress: bool = False, **changes) -> dict:
     """Train one stretch of long run ``name`` for at most ``minutes`` (see the module docstring); returns the stretch's
     record."""
+    from ..experiments.bert_publish import cpu_name
     from ..training.pretraining import pretrain
 
     config = run_config(name, **changes)
@@ -180,7 +175,7 @@ def train_stretch(name: str, minutes: float, checkpoint_minutes: float = 10.0, e
                       f"{REWARM_STEPS}-step re-warm-up")
             start_step, start_tokens = state["step"], state["tokens"]
     accelerator_main = int(os.environ.get("RANK", "0")) == 0
-    stretch = {"stretch": len(stretches) + 1, "started": started_at, "cpu": cpu_description(),
+    stretch = {"stretch": len(stretches) + 1, "started": started_at, "cpu": cpu_name(),
                "processes": int(os.environ.get("WORLD_SIZE", "1")), "threads_per_process": torch.get_num_threads(),
                "continued_from": source, "start_step": start_step, "start_tokens": start_tokens}
     clock = {"start": time.time(), "exported": time.time()}
