@@ -102,6 +102,42 @@ def test_the_pretraining_command_line_refuses_a_garbage_corpus_in_one_line(tmp_p
     done = subprocess.run([sys.executable, "-m", "bertsent.training.pretraining", "--output", str(tmp_path / "run"),
                            "--corpus-dir", str(folder), "--set", "corpus_files", f'["{NAME}"]', "--set", "size",
                            "tiny"], capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
-    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
-    assert len(errors) == 1 and "has sha256" in errors[0] and "Fix:" in errors[0]
+    assert done.returncode == 1 and done.stdout == "", done.stderr[-2000:]
+    assert len(done.stderr.splitlines()) == 1, done.stderr[-2000:]  # the whole of stderr: no warning, no traceback
+    line = done.stderr.strip()
+    assert line.startswith(f"error: {folder / NAME} has sha256 ") and f"expected {corpus.CORPUS_FILES[NAME]}" in line
+    assert "Fix: copy it again from the source (" in line
+    assert not (tmp_path / "run").exists()  # refused before the run folder is made
+
+
+def test_the_pretraining_command_checks_the_corpus_before_torch_loads(tmp_path):
+    """What makes a garbage corpus fail within seconds: the command refuses it before importing torch or
+    transformers (which alone take about 10 s)."""
+    folder = _folder(tmp_path, os.urandom(1 << 10), listed=False)
+    code = ("import runpy, sys\n"
+            f"sys.argv = ['pretraining', '--profile', 'smoke', '--output', {str(tmp_path / 'run')!r}, "
+            f"'--corpus-dir', {str(folder)!r}]\n"
+            "try:\n"
+            "    runpy.run_module('bertsent.training.pretraining', run_name='__main__', alter_sys=True)\n"
+            "except SystemExit as stop:\n"
+            "    print(stop.code, sorted(m for m in ('torch', 'transformers') if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.stdout.strip() == "1 []", (done.stdout, done.stderr[-2000:])
+    assert "has sha256" in done.stderr
+
+
+def test_the_pretraining_command_refuses_an_output_it_cannot_write_before_torch_loads(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    code = ("import runpy, sys\n"
+            f"sys.argv = ['pretraining', '--profile', 'smoke', '--output', {str(blocker / 'run')!r}]\n"
+            "try:\n"
+            "    runpy.run_module('bertsent.training.pretraining', run_name='__main__', alter_sys=True)\n"
+            "except SystemExit as stop:\n"
+            "    print(stop.code, sorted(m for m in ('torch', 'transformers') if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.stdout.strip() == "1 []", (done.stdout, done.stderr[-2000:])
+    assert done.stderr.strip() == f"error: --output {blocker / 'run'}: {blocker} is a file, not a folder. Fix: choose " \
+                                  "a writable --output."

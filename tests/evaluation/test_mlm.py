@@ -74,3 +74,25 @@ def test_floors_alone_leave_accuracy_empty():
     table = accuracy_by_position_type(None, shown, target, MASK, majority_token=1996).set_index("positions")
     assert table["accuracy"].isna().all()
     assert table.loc["mask", "majority_floor"] == 1.0 and table.loc["unchanged", "copy_floor"] == 1.0
+
+
+def test_word_order_use_tells_a_bag_of_words_model_from_one_that_reads_positions(minilm):
+    from bertsent.evaluation.mlm import word_order_use
+    from bertsent.models.bert_pretraining import new_pretraining_model
+
+    sentences = ["the cat sat on the mat while the dog slept by the warm fire in the hall",
+                 "a man is playing a guitar on the stage in front of a large crowd tonight"]
+    model = new_pretraining_model("tiny", len(minilm.tokenizer), seed=0, dropout=0.0, attention="eager")
+    with torch.no_grad():
+        model.bert.embeddings.position_embeddings.weight.mul_(50.0)  # positions that dominate the states
+    reads_positions = word_order_use(model, minilm.tokenizer, sentences)
+    with torch.no_grad():
+        model.bert.embeddings.position_embeddings.weight.zero_()  # no position at all: a bag of words
+    bag_of_words = word_order_use(model, minilm.tokenizer, sentences)
+    assert bag_of_words["shuffled_state_cosine"] == pytest.approx(1.0, abs=1e-5)
+    assert reads_positions["shuffled_state_cosine"] < 0.9
+    assert bag_of_words["sentences"] == 2 and len(bag_of_words["neighbour_attention"]) == 2  # tiny: 2 layers
+    assert bag_of_words["uniform_attention"] == pytest.approx(1 / np.mean(
+        [len(minilm.tokenizer(s)["input_ids"]) for s in sentences]))
+    with pytest.raises(ValueError, match="longer sentences"):
+        word_order_use(model, minilm.tokenizer, ["too short"])

@@ -134,3 +134,49 @@ def test_command_line_checks_its_values():
         main(["smoke", "--minutes", "0"])
     with pytest.raises(SystemExit):
         main(["no-such-run", "--minutes", "1"])
+
+
+def test_a_decay_lever_equals_its_parent_decayed_from_the_branch_step(tmp_path):
+    roots = dict(runs_root=tmp_path / "runs", committed_root=tmp_path / "committed")
+    train_stretch("smoke", 10, max_steps=6, **roots)
+    twin = dict(runs_root=tmp_path / "twin", committed_root=tmp_path / "twin_committed")
+    shutil.copytree(tmp_path / "runs" / "smoke", tmp_path / "twin" / "smoke")
+
+    lever = train_stretch("smoke-decay", 10, **roots)
+    assert lever["continued_from"].startswith("smoke's checkpoint at step 6")
+    assert (lever["start_step"], lever["end_step"]) == (6, 10)
+    # the parent itself, continued with its decay started at the branch step: the same updates
+    train_stretch("smoke", 10, max_steps=10, decay_start=6, decay_steps=4, **twin)
+    branched = torch.load(tmp_path / "runs" / "smoke-decay" / "checkpoint.pt", weights_only=False)["model"]
+    decayed = torch.load(tmp_path / "twin" / "smoke" / "checkpoint.pt", weights_only=False)["model"]
+    for name, tensor in decayed.items():
+        assert torch.equal(tensor, branched[name]), name
+    assert torch.load(tmp_path / "runs" / "smoke" / "checkpoint.pt", weights_only=False)["state"]["step"] == 6
+
+    committed = tmp_path / "committed" / "smoke-decay"
+    record = json.loads((committed / "record.json").read_text())
+    assert record["branch"]["parent"] == "smoke" and record["branch"]["branch_step"] == 6
+    assert not (committed / "model.safetensors").exists()  # a lever commits its curve, not its weights
+    history = pd.read_csv(committed / "history.csv")
+    assert history["step"].tolist() == [0, 3, 6, 9, 10]  # the parent's curve up to the branch, then its own
+
+
+def test_a_lever_changes_one_field_and_keeps_the_parents_optimizer(tmp_path):
+    roots = dict(runs_root=tmp_path / "runs", committed_root=tmp_path / "committed")
+    train_stretch("smoke", 10, max_steps=6, **roots)
+    parent = torch.load(tmp_path / "runs" / "smoke" / "checkpoint.pt", weights_only=False)
+    from bertsent.training.long_run import branch_start
+    start = branch_start("smoke-mask40", tmp_path / "runs")
+    assert start["rewarm_steps"] == 0 and start["state"]["step"] == 6
+    moments = start["optimizer"]["state"]
+    assert torch.equal(moments[0]["exp_avg_sq"], parent["optimizer"]["state"][0]["exp_avg_sq"])
+    train_stretch("smoke-mask40", 10, **roots)
+    saved = torch.load(tmp_path / "runs" / "smoke-mask40" / "checkpoint.pt", weights_only=False)
+    assert saved["config"]["mask_fraction"] == 0.4 and saved["state"]["step"] == 10
+    with pytest.raises(ValueError, match="fixed in BRANCHES"):
+        train_stretch("smoke-mask40", 10, max_steps=20, **roots)
+
+
+def test_a_lever_needs_its_parents_checkpoint(tmp_path):
+    with pytest.raises(FileNotFoundError, match="train a stretch of smoke first"):
+        train_stretch("smoke-decay", 10, runs_root=tmp_path / "runs", committed_root=tmp_path / "committed")

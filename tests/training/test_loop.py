@@ -301,3 +301,16 @@ def test_a_resumed_run_says_from_which_step_and_continues_the_running_loss(tmp_p
     a = torch.load(tmp_path / "straight" / "checkpoint.pt", weights_only=False)["model"]
     b = torch.load(tmp_path / "split" / "checkpoint.pt", weights_only=False)["model"]
     assert all(torch.equal(a[name], b[name]) for name in a)
+
+
+def test_bf16_autocast_falls_back_to_float32_on_a_cpu_without_native_bf16(monkeypatch, capsys):
+    from bertsent.training import loop
+
+    monkeypatch.setattr(loop.torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(loop, "cpu_runs_bf16_fast", lambda: False)
+    assert loop.effective_precision("bf16") == "no"
+    assert loop.make_accelerator("bf16").mixed_precision == "no"
+    assert "float32 instead of bf16" in capsys.readouterr().out
+    monkeypatch.setattr(loop, "cpu_runs_bf16_fast", lambda: True)
+    assert loop.effective_precision("bf16") == "bf16"
+    assert loop.effective_precision("no") == "no"

@@ -84,7 +84,7 @@ def corpus_file(name: str, corpus_dir=None, verify: bool = True) -> Path:
         if actual != CORPUS_FILES[name]:
             raise CorpusChecksumError(
                 f"{path} has sha256 {actual}, expected {CORPUS_FILES[name]}: the file is damaged or "
-                "a different version. Fix: copy it again from the source."
+                f"a different version. Fix: copy it again from the source ({CORPUS_SOURCES})."
             )
     return path
 

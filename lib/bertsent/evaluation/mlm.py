@@ -135,6 +135,50 @@ def probe_predictions(model, tokenizer, sentences=PROBE_SENTENCES, k: int = 5) -
     return pd.DataFrame(rows)
 
 
+@torch.no_grad()
+def word_order_use(model, tokenizer, sentences: list[str], seed: int = 0, min_pieces: int = 8) -> dict:
+    """Does an encoder use word order? Two measures on real sentences, both near their "no" end for a bag-of-words
+    model (one that reads which words are in the context but not where):
+
+    - ``shuffled_state_cosine``: each word piece's last-layer state with the sentence as written against its state
+      when the other word pieces are shuffled (seeded; [CLS] and [SEP] stay put), as the mean cosine over word
+      pieces. 1 means the state ignores order.
+    - ``neighbour_attention``: per layer, the largest mean attention any head gives to the token just before or just
+      after a position, against ``uniform_attention`` (1 / the mean sentence length): a head that tracks neighbours,
+      as trained BERTs have from early on, scores far above uniform.
+
+    ``model``: a ``transformers`` encoder (or a model with ``.bert``) loaded with ``attn_implementation="eager"``.
+    """
+    encoder = getattr(model, "bert", model).eval()
+    rng = np.random.default_rng(seed)
+    cosines, neighbour, lengths = [], None, []
+    for sentence in sentences:
+        ids = tokenizer(sentence, return_tensors="pt", truncation=True, max_length=128)["input_ids"]
+        n = ids.shape[1] - 2
+        if n < min_pieces:
+            continue
+        order = rng.permutation(n)
+        shuffled = ids.clone()
+        shuffled[0, 1:-1] = ids[0, 1:-1][torch.from_numpy(order)]
+        written = encoder(input_ids=ids, output_attentions=True)
+        moved = encoder(input_ids=shuffled).last_hidden_state[0, 1:-1]
+        # the piece at written position order[j] sits at shuffled position j
+        states = written.last_hidden_state[0, 1:-1][torch.from_numpy(order)]
+        cosines.append(torch.nn.functional.cosine_similarity(states, moved, dim=-1).mean().item())
+        per_layer = []
+        for attention in written.attentions:  # (1, heads, length, length)
+            before = torch.diagonal(attention[0], -1, -2, -1).mean(-1)
+            after = torch.diagonal(attention[0], 1, -2, -1).mean(-1)
+            per_layer.append(torch.maximum(before, after).max().item())
+        neighbour = np.array(per_layer) if neighbour is None else neighbour + np.array(per_layer)
+        lengths.append(n + 2)
+    if not cosines:
+        raise ValueError(f"No sentence has {min_pieces} word pieces or more. Fix: pass longer sentences.")
+    return {"sentences": len(cosines), "shuffled_state_cosine": float(np.mean(cosines)),
+            "neighbour_attention": (neighbour / len(cosines)).round(4).tolist(),
+            "uniform_attention": float(1 / np.mean(lengths))}
+
+
 def heldout_corpus_batches(tokenizer, pairs: int = 2048, files=None, corpus_dir=None, cache_dir=None, seed: int = 0,
                            batch_size: int = 128) -> list[dict]:
     """Fixed, pre-masked batches of held-out corpus pairs (the same ones pre-training evaluates on)."""

@@ -9,11 +9,15 @@ The left-to-right ablation (``objective="ltr"``) logs next-word-piece accuracy a
 """
 from __future__ import annotations
 
-import argparse
+if __name__ == "__main__":  # the command's arguments and corpus are checked before torch and transformers load
+    from bertsent.training.pretraining_command import main
+
+    raise SystemExit(main())
+
 import json
 import math
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +30,8 @@ from ..evaluation.mlm import accuracy_by_position_type, majority_token, masked_p
 from ..models.bert_pretraining import ATTENTION_KERNELS, OBJECTIVES, new_pretraining_model
 from ..paths import REPO_ROOT
 from ..report.tables import write_table
+# the profiles and the command line live apart, so that the command checks its corpus before torch loads
+from .pretraining_command import PROFILES, main  # noqa: F401 - re-exported
 from .loop import (
     LoopSettings,
     Method,
@@ -126,26 +132,6 @@ class PretrainingConfig:
             raise ValueError(f"mixed_precision must be 'bf16' or 'no', not {self.mixed_precision!r}")
         self.betas = tuple(self.betas)
         self.corpus_files = tuple(self.corpus_files) if self.corpus_files else None
-
-
-# Profiles: `smoke` for tests (seconds); `cpu` the stall study's best recipe (results/bert/stall_study.csv: lr 1e-3,
-# batch 32, dropout off, and shorter pairs: the lowest held-out loss for the same tokens) in BERT's two phases, 90% of
-# the steps on pairs of at most 64 tokens (about 2,000 tokens a step), the last 10% at 128, so every position the
-# fine-tuning pages use is trained: 6,000 steps, about 13M tokens, about 85 minutes of 2 idle cores in float32 (bf16
-# autocast is several times slower than float32 on CPUs without AVX-512 BF16, such as this project's AVX2 machines);
-# three of the six corpus files (57M tokens, so no pair is seen twice); `gpu` for one large GPU (bf16) within one
-# ten-minute command (bertsent.experiments.remote_pretraining: it times the step first and sets max_steps to what
-# fits): the book's size (mini), batch 256, one corpus file (enwiki-2018, 12.1M word pieces, the one small enough
-# to travel with the repository), so a long run sees each pair many times (as the BabyLM baselines do).
-PROFILES = {
-    "smoke": dict(size="tiny", batch_size=8, max_steps=6, eval_every=3, eval_instances=32, max_length=64,
-                  mixed_precision="no", corpus_files=("enwiki-2018.txt.xz",)),
-    "cpu": dict(size="mini", batch_size=32, learning_rate=1e-3, dropout=0.0, max_steps=6000, eval_every=500,
-                eval_instances=1024, short_length=64, mixed_precision="no",
-                corpus_files=("enwiki-2018.txt.xz", "enwiki-2015-part0.txt.xz", "eltec-eng-novels.txt.xz")),
-    "gpu": dict(size="mini", batch_size=256, learning_rate=1e-3, max_steps=8000, eval_every=500,
-                eval_instances=8192, corpus_files=("enwiki-2018.txt.xz",)),
-}
 
 
 def checkpoint_identity(config: PretrainingConfig) -> dict:
@@ -383,7 +369,8 @@ def pretrain(output_dir: str | Path, config: PretrainingConfig | None = None, re
     of resumption; ``stop_after_seconds``: the same after this much wall time (one stretch of a long run);
     ``checkpoint_minutes``: a checkpoint at least this often. ``start_from``: continue a run whose full checkpoint
     is gone from its saved weights (``{"weights": state dict, "state": the loop state at that step,
-    "rewarm_steps": M}``) with a fresh optimizer and an M-step re-warm-up (a ``"wsd"`` schedule only; see
+    "rewarm_steps": M}``) with a fresh optimizer and an M-step re-warm-up (or, with an ``"optimizer"`` state dict too,
+    that optimizer's moments: a branch of a long run, ``rewarm_steps`` 0) (a ``"wsd"`` schedule only; see
     :class:`~bertsent.training.loop.WarmupStableDecay`). ``on_evaluation(state, model, line)``: called at every evaluation (main process) with the loop
     state, the model and one line of progress (:func:`evaluation_line`).
     The steps are :func:`bertsent.training.loop.train_loop`'s, with :class:`PretrainingMethod`.
@@ -416,6 +403,12 @@ def pretrain(output_dir: str | Path, config: PretrainingConfig | None = None, re
         del start
     optimizer = adamw(decay_parameter_groups(model, config.weight_decay), config.learning_rate, config.betas,
                       eps=config.adam_epsilon, fused=torch.cuda.is_available() or None)
+    if start_from is not None and start_from.get("optimizer") is not None:
+        # a branch of a long run keeps its parent's Adam moments; its rate is its own recipe's
+        optimizer.load_state_dict(start_from["optimizer"])
+        for group in optimizer.param_groups:
+            group["lr"] = config.learning_rate
+            group.pop("initial_lr", None)
     warmup = config.warmup_steps if config.warmup_steps is not None else int(config.warmup_ratio * config.max_steps)
     if config.schedule == "wsd":
         scheduler = WarmupStableDecay(optimizer, warmup, config.decay_start, config.decay_steps,
@@ -470,40 +463,3 @@ def save_untrained(size: str, path: str | Path, seed: int = 0) -> Path:
             new_pretraining_model(size, len(tokenizer), seed).save_pretrained(path)
         tokenizer.save_pretrained(path)
     return path
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="Pre-train BERT (MLM + NSP) on the local corpus.")
-    parser.add_argument("--output", required=True, help="run directory (resumed if it holds a checkpoint)")
-    parser.add_argument("--profile", choices=list(PROFILES), default="cpu")
-    parser.add_argument("--corpus-dir", default=None)
-    parser.add_argument("--no-resume", action="store_true")
-    parser.add_argument("--set", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                        help="override one configuration field, e.g. --set max_steps 500")
-    args = parser.parse_args(argv)
-    values = dict(PROFILES[args.profile])
-    known = {f.name: f for f in fields(PretrainingConfig)}
-    for name, value in args.set:
-        if name not in known:
-            parser.error(f"unknown configuration field {name!r}; known: {', '.join(known)}")
-        values[name] = json.loads(value) if value[:1] in "[{0123456789-" or value in ("true", "false") else value
-    import sys
-
-    from ..data.corpus import CorpusChecksumError, CorpusContentError, CorpusNotFoundError
-    from .loop import TrainingDivergedError
-
-    try:
-        result = pretrain(args.output, PretrainingConfig(**values), resume=not args.no_resume,
-                          corpus_dir=args.corpus_dir)
-    except (TrainingDivergedError, CorpusNotFoundError, CorpusChecksumError, CorpusContentError) as error:
-        print(f"error: {error}", file=sys.stderr)  # one line: what, where, and the fix
-        return 1
-    scores = "; ".join(f"held-out {key.split('_')[1].upper()} accuracy {value:.4f}"
-                       for key, value in result.history[-1].items() if key.endswith("_accuracy"))
-    print(f"{result.steps} steps, {result.tokens:,} tokens in {result.seconds:.0f} s; {scores}; "
-          f"model in {result.output_dir / 'model'}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
