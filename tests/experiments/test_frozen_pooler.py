@@ -1,0 +1,225 @@
+"""The frozen-encoder arm's runs: each one recorded whole in the run store, with its steps, seconds, selected step,
+test scores and layer weights; a recorded run is not trained again; an interrupted one resumes."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from bertsent.data.nli import Triplets
+from bertsent.data.sts import SentencePairs, STSDataset
+
+TRIPLETS = Triplets(
+    ["A man plays a guitar.", "Two dogs run on a beach.", "A woman is cooking dinner.", "Kids play football.",
+     "A plane takes off.", "The cat sleeps on the sofa."],
+    ["A person plays music.", "Dogs are outside.", "Someone prepares food.", "Children play a sport.",
+     "An aircraft leaves.", "An animal rests."],
+    ["Nobody is playing.", "The dogs sleep inside.", "The woman is asleep.", "The kids are in class.",
+     "The plane is parked.", "The cat is running."])
+DEV = STSDataset("stsb", "dev", {"dev": SentencePairs(TRIPLETS.anchors, TRIPLETS.positives,
+                                                        np.array([4.5, 3.0, 4.0, 2.0, 1.0, 0.5]))})
+TESTS = {"stsb": STSDataset("stsb", "test", {"test": SentencePairs(
+    TRIPLETS.anchors[:4] + ["A dog barks."], TRIPLETS.negatives[:4] + ["A dog makes noise."],
+    np.array([1.0, 0.5, 0.0, 1.5, 4.0]))}),
+         "sickr": STSDataset("sickr", "test", {"test": SentencePairs(
+             TRIPLETS.positives[2:], TRIPLETS.negatives[2:], np.array([0.5, 2.0, 1.0, 3.0]))})}
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory, minilm):
+    from transformers import BertConfig, BertModel
+
+    from bertsent.encode.backbones import load_backbone
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=minilm.tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+    path = tmp_path_factory.mktemp("tiny-bert")
+    BertModel(config, add_pooling_layer=False).save_pretrained(path)
+    minilm.tokenizer.save_pretrained(path)
+    return str(path), load_backbone(str(path))
+
+
+@pytest.fixture
+def arm(tiny, tmp_path, monkeypatch):
+    """(module, states, run factory) on the tiny model, its caches and checkpoints under tmp_path."""
+    import bertsent.experiments.frozen_pooler as fp
+    from bertsent.experiments.layer_states import cache_layer_states
+
+    name, source = tiny
+    monkeypatch.setattr(fp, "CHECKPOINT_ROOT", tmp_path / "checkpoints")
+    caches = {}
+    sets = {"nli": list(dict.fromkeys(TRIPLETS.anchors + TRIPLETS.positives + TRIPLETS.negatives)),
+            "stsb-dev": DEV.sentences(), "sts-test": fp.test_sentences(TESTS)}
+    for key, sentences in sets.items():
+        caches[key] = cache_layer_states(source, name, key, sentences, 32, root=tmp_path / "states",
+                                         log=lambda _: None)
+    rows = tuple(caches["nli"].rows(p) for p in (TRIPLETS.anchors, TRIPLETS.positives, TRIPLETS.negatives))
+    states = fp.BackboneStates(name, caches["nli"], caches["stsb-dev"], caches["sts-test"], rows)
+
+    def run(pooling, seed=42, **overrides):
+        config = fp.run_config(pooling, seed, **{"batch_size": 4, "steps": 8, "eval_every": 4,
+                                                  "learning_rate": 1e-2, **overrides})
+        return fp.FrozenRun(name, config, fp.Data(), len(DEV), {k: len(v) for k, v in TESTS.items()},
+                            tmp_path / "results")
+    return fp, states, run
+
+
+def test_a_trained_run_is_recorded_whole_and_verifies(arm):
+    fp, states, run = arm
+    first = run("att_both_cls")
+    stored = fp.execute(first, states, DEV, TESTS, log=lambda _: None)
+    assert stored.exists and stored.directory.parent.name == "attention_pooling_frozen"
+    stored.verify()
+    train = stored.train()
+    assert train["step"] == 8 and train["best_step"] in (0, 4, 8) and train["seconds"] > 0
+    assert train["summary"]["steps"] == 8 and train["summary"]["best_step"] == train["best_step"]
+    assert len(train["layer_weights"]) == 3 and sum(train["layer_weights"]) == pytest.approx(1.0)
+    assert 0 < train["entropy_ratio"] <= 1 and train["weight_change"] >= 0  # of the selected weights
+    history = stored.history()
+    assert history["weight_change"].iloc[-1] > 0
+    assert history.loc[history["best"], "weight_change"].iloc[0] == pytest.approx(train["weight_change"])
+    assert list(history["step"]) == [0, 4, 8] and history["best"].sum() == 1
+    assert {"dev", "loss", "dev_entropy_ratio", "weight_change"} <= set(history.columns)
+    scores = pd.read_csv(next(stored.directory.glob("sts_test-*.csv")))
+    assert set(scores["dataset"]) == {"stsb", "sickr"} and set(scores["aggregation"]) == {"all", "wmean"}
+    stsb = scores[(scores["dataset"] == "stsb") & (scores["aggregation"] == "all")]["spearman"].iloc[0]
+    assert train["stsb_test"] == pytest.approx(stsb) and train["avg7"] is None  # 2 of the 7 sets here
+    alpha = pd.read_csv(next(stored.directory.glob("alpha_test-*.csv")))
+    matrix = alpha.pivot(index="query", columns="key", values="alpha").to_numpy()
+    np.testing.assert_allclose(matrix.sum(axis=1), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(matrix.mean(axis=0), train["layer_weights"], rtol=1e-6)
+    assert not first.checkpoint.exists()  # recorded: the checkpoint is gone
+    index = pd.read_csv(stored.directory.parent / "index.csv")
+    assert list(index["key"]) == [first.key]
+    # a recorded run is read, not trained again
+    again = fp.execute(first, states, DEV, TESTS, log=lambda _: (_ for _ in ()).throw(AssertionError))
+    assert again.train() == train
+    # another seed, another key
+    assert run("att_both_cls", seed=43).key != first.key
+
+
+def test_the_test_scores_are_those_of_the_selected_weights(arm):
+    fp, states, run = arm
+    stored = fp.execute(run("att_mean", steps=8), states, DEV, TESTS, log=lambda _: None)
+    train = stored.train()
+    from bertsent.training.frozen_pooler import FrozenPoolerConfig, train_frozen_pooler
+
+    result = train_frozen_pooler(FrozenPoolerConfig(**train["config"]), states.train.s, states.train.t,
+                                 *states.triplet_rows, dev_score=fp.dev_scorer(states.dev, DEV))
+    vectors, _ = fp.encode_states(result.pooler, states.test.s, states.test.t)
+    assert fp.summarise_scores(fp.sts_scores(vectors, states.test, TESTS))["stsb_test"] == pytest.approx(
+        train["stsb_test"])
+
+
+def test_an_interrupted_run_resumes_and_a_leftover_folder_is_rewritten(arm):
+    fp, states, run = arm
+    interrupted = run("att_both")
+    interrupted.stored.directory.mkdir(parents=True)
+    (interrupted.stored.directory / "sts_test-0000.csv").write_text("half\n")  # a crash before train.json
+    assert fp.execute(interrupted, states, DEV, TESTS, stop_after=5, log=lambda _: None) is None
+    assert interrupted.checkpoint.is_file() and not interrupted.stored.exists
+    messages = []
+    stored = fp.execute(interrupted, states, DEV, TESTS, log=messages.append)
+    assert messages == [f"resuming at step 5 from {interrupted.checkpoint}"]
+    stored.verify()
+    assert not (stored.directory / "sts_test-0000.csv").exists()
+    straight = run("att_both")  # uninterrupted, recorded elsewhere: the same numbers
+    straight.results_dir = stored.root.parent / "other"
+    other = fp.execute(straight, states, DEV, TESTS, log=lambda _: None)
+    assert other.train()["layer_weights"] == pytest.approx(stored.train()["layer_weights"])
+    assert other.train()["best_dev"] == pytest.approx(stored.train()["best_dev"])
+
+
+def test_a_fixed_readout_is_scored_once_without_training(arm):
+    fp, states, run = arm
+    for pooling in ("cls_last", "cls_mean_last", "mean_layers", "concat_layers"):
+        fixed = run(pooling)
+        assert fixed.config.seed == 0 and fixed.config.steps == 0 and "-s" not in fixed.key.split(pooling)[1][:2]
+        train = fp.execute(fixed, states, DEV, TESTS, log=lambda _: None).train()
+        assert train["step"] == 0 and train["best_step"] == 0 and train["layer_weights"] is None
+        assert train["best_dev"] == train["dev_step0"]
+    index = pd.read_csv(fixed.stored.directory.parent / "index.csv")
+    assert len(index) == 4 and set(index["trained"]) == {False}
+
+
+def test_the_plan_lists_every_variant_with_its_seeds():
+    import bertsent.experiments.frozen_pooler as fp
+
+    runs = fp.plan(["all-minilm-l6-v2"], data=fp.Data())
+    trained = [r for r in runs if r.config.trainable]
+    assert len(trained) == 4 * 5 and len(runs) == 4 * 5 + 5
+    assert {r.config.pooling for r in runs} == set(fp.TRAINED + fp.FIXED)
+    first = trained[0]
+    assert first.config.steps >= 3000 and first.config.batch_size == 64 and first.config.init == "release"
+    assert first.config.temperature == 0.05 and first.test_pairs["stsb"] == 1379  # the full test set
+    assert json.dumps(first.identity)  # serialisable
+
+
+def test_the_cache_state_says_complete_partial_or_missing(tiny, tmp_path, monkeypatch):
+    import bertsent.experiments.frozen_pooler as fp
+    from bertsent.experiments.layer_states import cache_layer_states
+
+    name, source = tiny
+    sets = {"nli": TRIPLETS.anchors + TRIPLETS.positives, "stsb-dev": DEV.sentences(),
+            "sts-test": fp.test_sentences(TESTS)}
+    monkeypatch.setattr(fp, "sentence_sets", lambda data=None: sets)
+    root = tmp_path / "states"
+    cache_layer_states(source, name, "nli", sets["nli"], fp.MAX_LENGTH, root=root, log=lambda _: None)
+    cache_layer_states(source, name, "sts-test", sets["sts-test"], fp.MAX_LENGTH, batch_size=64, root=root,
+                       flush_every=1, stop_after=1, log=lambda _: None)  # one batch holds them all: complete
+    state = fp.cache_state(name, root=root)
+    assert state["nli"].startswith("complete, 12 sentences")
+    assert state["stsb-dev"] == f"missing ({len(sets['stsb-dev'])} sentences)"
+    assert state["sts-test"].startswith("complete")
+
+
+def test_the_summary_weights_and_findings_come_from_the_recorded_runs(arm):
+    fp, states, run = arm
+    runs = [run("att_both", 42), run("att_both", 43), run("cls_mean_last"), run("mean_last")]
+    for r in runs[:3]:
+        fp.execute(r, states, DEV, TESTS, log=lambda _: None)
+    missing = fp.missing_runs(runs)
+    assert missing[["pooling", "seed"]].values.tolist() == [["mean_last", "-"]]
+    assert "--poolings mean_last" in missing["command"].iloc[0] and "--seeds" not in missing["command"].iloc[0]
+
+    summary = fp.summary_table(runs)
+    assert summary.set_index("pooling")["seeds"].to_dict() == {"att_both": 2, "cls_mean_last": 1}
+    assert (summary["stsb_pairs"] == len(TESTS["stsb"])).all()
+    per_seed = [r.stored.train()["stsb_test"] for r in runs[:2]]
+    assert summary.set_index("pooling").loc["att_both", "stsb_test"] == pytest.approx(np.mean(per_seed))
+    view = fp.ablation_view(summary, pd.Series({"att_both": 86.57}))
+    assert view.set_index("pooling")["seeds"].to_dict() == {"att_both": 2, "cls_mean_last": 0}  # a readout: no seed
+    assert view.set_index("pooling").loc["att_both", "paper_stsb"] == 86.57
+
+    alphas = fp.mean_alpha(runs, "att_both")
+    name = runs[0].backbone
+    layers = states.test.s.shape[1]
+    assert alphas[name].shape == (layers, layers)
+    np.testing.assert_allclose(alphas[name].sum(axis=1), 1.0, atol=1e-4)  # each query's attention sums to one
+    weights = fp.layer_weight_table(alphas, "att_both")
+    assert len(weights) == layers and weights["weight"].sum() == pytest.approx(1.0, abs=1e-4)
+    assert weights["uniform"].iloc[0] == pytest.approx(1 / layers)
+
+    text = fp.frozen_findings(summary, weights)
+    best = summary.set_index("pooling").loc["att_both", "stsb_test"]
+    assert f"{best:.2f}" in text and "cls_mean_last" in text and "over 2 seeds" in text
+
+
+def test_frozen_claims_weigh_the_trained_side_against_a_deterministic_readout():
+    import bertsent.experiments.frozen_pooler as fp
+
+    summary = pd.DataFrame({"backbone": ["m", "m"], "pooling": ["att_both", "cls_mean_last"], "seeds": [5, 1],
+                            "stsb_test": [84.0, 80.0], "stsb_test_sd": [0.5, np.nan], "stsb_pairs": [1379, 1379]})
+    claims = fp.frozen_claims(summary, pd.Series({"att_both": 86.57, "cls_mean_last": 85.11}))
+    row = claims.iloc[0]
+    assert row["claim"] == "att_both > cls_mean_last (stsb)" and row["arm"] == "frozen encoder"
+    assert row["our_effect"] == pytest.approx(4.0) and row["paper_effect"] == pytest.approx(1.46)
+    assert row["seeds"] == "5 vs deterministic" and "1,379 STS-B test pairs" in row["noise_source"]
+    assert row["tolerance"] > 2.78 * 0.5 / np.sqrt(5)  # the test pairs' noise adds to the seed spread
+    assert 3.0 < row["tolerance"] < 4.0 and row["verdict"] == "larger than the paper's"  # 4.0 beyond it, ratio 2.7
+    close = fp.frozen_claims(summary.assign(stsb_test=[81.0, 80.0]), pd.Series({"att_both": 86.57,
+                                                                              "cls_mean_last": 85.11}))
+    assert close["verdict"].iloc[0] == "within noise"  # +1.0 against a tolerance of about 3.9
+    assert len(fp.frozen_claims(summary.assign(pooling=["att_mean", "cls_last"]), pd.Series(dtype=float))) == 0
