@@ -11,16 +11,23 @@ import torch
 
 
 def interleaved_seconds(names: list[str], step: Callable[[str, int], object], rounds: int,
-                        warmup: int = 1) -> dict[str, list[float]]:
-    """Seconds of ``step(name, round)`` per name over ``rounds`` kept rounds (after ``warmup`` ones)."""
+                        warmup: int = 1, cpu_seconds: dict | None = None) -> dict[str, list[float]]:
+    """Seconds of ``step(name, round)`` per name over ``rounds`` kept rounds (after ``warmup`` ones).
+
+    ``cpu_seconds``: a dict that receives the process's CPU seconds of the same steps (name -> list): the work done,
+    without the time spent waiting for a core that other processes hold, so less swayed by a busy machine."""
     seconds = {name: [] for name in names}
+    cpu = {name: [] for name in names}
     for round_ in range(warmup + rounds):
         shift = round_ % len(names)
         for name in names[shift:] + names[:shift]:
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             step(name, round_)
             if round_ >= warmup:
                 seconds[name].append(time.perf_counter() - start)
+                cpu[name].append(time.process_time() - start_cpu)
+    if cpu_seconds is not None:
+        cpu_seconds.update(cpu)
     return seconds
 
 

@@ -802,8 +802,9 @@ def test_notebook_code_defines_nothing(name):
 @pytest.mark.parametrize("name", sorted(load_config()["notebooks"]))
 def test_a_page_that_writes_claims_ends_with_their_verdict_box(name):
     """A page that judges claims (writes a ``*claims*.csv``) shows them in the one verdict box
-    (:func:`bertsent.report.claims.verdict_box`), after the last cell that writes them: the reader finds the
-    verdicts at the end of the page, not only in a table halfway down."""
+    (:func:`bertsent.report.claims.verdict_box`), made after the last cell that writes them: the page's last cell
+    puts it in the "What we found" box that opens the page (:func:`bertsent.report.pages.findings_box`), so the
+    reader finds the verdicts first, not only in a table halfway down."""
     import ast
 
     cells = [c.source for c in nbformat.read(REPO_ROOT / load_config()["notebooks"][name]["source"], as_version=4).cells

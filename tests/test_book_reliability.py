@@ -204,3 +204,141 @@ def test_an_unknown_backbone_is_refused_without_the_hub(capsys, tmp_path, monkey
         self_guided.main(["--backbone", "no-such-model", "--output", str(tmp_path)])
     assert "unknown backbone 'no-such-model'" in capsys.readouterr().err
     book.check_backbone_name("sentence-transformers/all-MiniLM-L6-v2")  # a hub id passes to the loader
+
+
+# --- a canonical run publishes its page and its results/ together, once the page has finished -------------------
+
+def _tiny_book(tmp_path, monkeypatch, fails: bool):
+    """A one-table page run canonically in a book of its own: ``book/``, ``results/`` and the staging folder under
+    ``tmp_path``, each holding an earlier run's files; its kernel is a real one. Returns (page, table)."""
+    import nbformat
+
+    cells = [nbformat.v4.new_code_cell('profile = "quick"\nresults_dir = None'),
+             nbformat.v4.new_code_cell("import pandas as pd\nfrom bertsent.report.tables import results_path, "
+                                       "write_table\nwrite_table(pd.DataFrame({'value': [2]}), "
+                                       "results_path(results_dir, 'staging-test', 'table.csv'))")]
+    cells[0].metadata["tags"] = ["parameters"]
+    if fails:
+        cells.append(nbformat.v4.new_code_cell("raise RuntimeError('after the table')"))
+    source = tmp_path / "tiny.ipynb"
+    notebook = nbformat.v4.new_notebook(cells=cells)
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, source)
+    page, table = tmp_path / "book" / "tiny.ipynb", tmp_path / "results" / "staging-test" / "table.csv"
+    page.parent.mkdir()
+    page.write_text("the earlier page")
+    table.parent.mkdir(parents=True)
+    table.write_text("value\n1\n")
+    config = {"notebooks": {"tiny": {"source": str(source), "output": str(page)}}, "profiles": {"quick": {}}}
+    monkeypatch.setattr(book, "load_config", lambda *_: config)
+    monkeypatch.setattr(book, "RESULTS_DIR", tmp_path / "results")
+    monkeypatch.setattr(book, "RUNS_DIR", tmp_path / "results" / "runs")
+    monkeypatch.setattr(book, "STAGING_DIR", tmp_path / "staging")
+    return page, table
+
+
+@pytest.mark.parametrize("how", ["a cell raises", "Ctrl-C"])
+def test_a_canonical_run_that_stops_after_writing_a_table_changes_neither_page_nor_results(how, tmp_path,
+                                                                                           monkeypatch, capsys):
+    from bertsent.report.io import STAGING_VARIABLE
+
+    page, table = _tiny_book(tmp_path, monkeypatch, fails=how == "a cell raises")
+    if how == "Ctrl-C":  # the kernel's part, as the staged table is all that matters here
+        import papermill
+
+        def execute(source, output, **_):
+            staged = os.path.join(os.environ[STAGING_VARIABLE], "staging-test", "table.csv")
+            os.makedirs(os.path.dirname(staged))
+            open(staged, "w").write("value\n2\n")
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(papermill, "execute_notebook", execute)
+    assert book.main(["run", "tiny", "--force"]) == 1
+    error = capsys.readouterr().err.strip()
+    staging = tmp_path / "staging" / "tiny"
+    assert len(error.splitlines()) == 1, error
+    assert ("raised RuntimeError: after the table" if how == "a cell raises" else "tiny: interrupted") in error
+    assert f"book/ and results/ are as they were, the result files it wrote wait unpublished in {staging}/" in error
+    assert page.read_text() == "the earlier page" and table.read_text() == "value\n1\n"
+    assert not (tmp_path / "results" / "runs" / "tiny.json").exists()
+    assert (staging / "staging-test" / "table.csv").read_text() == "value\n2\n"
+    assert not (REPO_ROOT / "results" / "staging-test").exists()  # the kernel never wrote the book's results/
+    assert STAGING_VARIABLE not in os.environ
+    if how == "a cell raises":  # a staged table counts as the page's output, where it will be published
+        monkeypatch.setattr(book, "RESULTS_DIR", REPO_ROOT / "results")
+        partial = book.partial_notebook(page)
+        assert book._outputs_of(partial, staging) == [REPO_ROOT / "results" / "staging-test" / "table.csv"]
+
+
+def test_a_canonical_run_that_finishes_publishes_page_results_and_record(tmp_path, monkeypatch, capsys):
+    import nbformat
+
+    page, table = _tiny_book(tmp_path, monkeypatch, fails=False)
+    assert book.main(["run", "tiny", "--force"]) == 0
+    assert table.read_text() == "value\n2\n"
+    executed = nbformat.read(page, as_version=4)
+    assert "wrote results/staging-test/table.csv" in [output.get("text", "").strip() for cell in executed.cells
+                                                      for output in cell.get("outputs", [])]
+    record = json.loads((tmp_path / "results" / "runs" / "tiny.json").read_text())
+    assert record["notebook"] == "tiny" and record["profile"] == "quick"
+    assert not (tmp_path / "staging" / "tiny").exists() and not book.partial_notebook(page).exists()
+    assert not list(tmp_path.rglob("*.publishing"))
+    assert not (REPO_ROOT / "results" / "staging-test").exists()
+
+
+def _staged_run(tmp_path):
+    staging, results = tmp_path / "staging", tmp_path / "results"
+    for relative in ("a.csv", "sub/b.csv"):
+        for root, text in ((staging, "new"), (results, "old")):
+            (root / relative).parent.mkdir(parents=True, exist_ok=True)
+            (root / relative).write_text(text)
+    executed, page = tmp_path / "page.running.ipynb", tmp_path / "book" / "page.ipynb"
+    executed.write_text("new page")
+    page.parent.mkdir()
+    page.write_text("old page")
+    return staging, results, executed, page
+
+
+def test_publishing_puts_the_results_first_then_the_page_then_its_record(tmp_path, monkeypatch):
+    staging, results, executed, page = _staged_run(tmp_path)
+    monkeypatch.setattr(book, "RESULTS_DIR", results)
+    replaced, replace = [], os.replace
+
+    def recording(source, target):
+        replaced.append(os.path.relpath(target, tmp_path))
+        replace(source, target)
+
+    monkeypatch.setattr(os, "replace", recording)
+    book.publish_page("page", staging, executed, page, results / "runs" / "page.json", {"notebook": "page"})
+    assert replaced == ["results/a.csv", "results/sub/b.csv", "book/page.ipynb", "results/runs/page.json"]
+    assert [(results / r).read_text() for r in ("a.csv", "sub/b.csv")] == ["new", "new"]
+    assert page.read_text() == "new page" and not staging.exists()
+
+
+def test_a_publication_that_cannot_be_prepared_changes_nothing(tmp_path, monkeypatch):
+    """Where .cache is on another file system each file is first copied beside its target; a copy that fails (a
+    full disk) leaves every target as it was, the staged files where they were, and no copy behind."""
+    import shutil
+
+    staging, results, executed, page = _staged_run(tmp_path)
+    monkeypatch.setattr(book, "RESULTS_DIR", results)
+    monkeypatch.setattr(book, "_same_file_system", lambda *_: False)
+    copies, copy = [], shutil.copyfile
+
+    def failing(source, target):
+        copies.append(target)
+        if len(copies) == 2:
+            raise OSError(28, "No space left on device")
+        return copy(source, target)
+
+    monkeypatch.setattr(shutil, "copyfile", failing)
+    with pytest.raises(book.NotebookFailed) as caught:
+        book.publish_page("page", staging, executed, page, results / "runs" / "page.json", {"notebook": "page"})
+    assert "publishing it failed" in str(caught.value) and "book/ and results/ are as they were" in str(caught.value)
+    assert [(results / r).read_text() for r in ("a.csv", "sub/b.csv")] == ["old", "old"]
+    assert page.read_text() == "old page" and (staging / "a.csv").read_text() == "new"
+    assert not list(tmp_path.rglob("*.publishing")) and not (results / "runs" / "page.json").exists()
+    monkeypatch.setattr(shutil, "copyfile", copy)
+    book.publish_page("page", staging, executed, page, results / "runs" / "page.json", {"notebook": "page"})
+    assert [(results / r).read_text() for r in ("a.csv", "sub/b.csv")] == ["new", "new"]
+    assert page.read_text() == "new page" and not list(tmp_path.rglob("*.publishing"))

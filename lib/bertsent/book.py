@@ -35,7 +35,7 @@ import yaml
 
 from .paths import CACHE_DIR, REPO_ROOT, RESULTS_DIR
 from .experiments.store import READ_LOG_VARIABLE
-from .report.io import write_json_atomic
+from .report.io import STAGING_VARIABLE, write_json_atomic
 from .report.pages import CHECK_TAG, tidy_page
 from .versions import code_imports, manifest_digest, method_versions, reached_modules, versions_digest
 
@@ -147,6 +147,9 @@ RUNS_DIR = RESULTS_DIR / "runs"
 # any other run goes to an output folder (default: RERUNS_DIR/<name>-<profile>-<hash of the overrides>/).
 CANONICAL_PROFILES = ("quick", "paper")
 RERUNS_DIR = CACHE_DIR / "reruns"
+# A canonical run's result files wait here (one folder per page, laid out as results/) until its page has finished;
+# see publish_page.
+STAGING_DIR = CACHE_DIR / "staging"
 # Parameters whose default is None, by the type their other values take (the rest: whatever the profiles give).
 NONE_DEFAULT_TYPES = {**dict.fromkeys(("max_pairs", "dev_pairs", "max_fit_sentences", "max_examples"), int),
                       **dict.fromkeys(("data_dir", "corpus_dir", "results_dir", "runs_dir", "run_dir", "models_dir",
@@ -558,6 +561,12 @@ def run_notebook(name: str, profile: str = "quick", overrides: dict | None = Non
     book's page, ``results/`` and ``results/runs/<name>.json``. Any other run goes to ``output_dir`` (default
     :func:`rerun_folder`): ``<output_dir>/<name>.ipynb``, ``<output_dir>/results/`` and ``<output_dir>/run.json``.
     With ``output``/``results_dir`` given (tests, experiments), the run goes there and is not recorded.
+
+    A canonical run's notebook writes its result files into :data:`STAGING_DIR`/``<name>`` (the kernel inherits
+    :data:`~bertsent.report.io.STAGING_VARIABLE`); :func:`publish_page` moves them, the page and the run record into
+    place only once the notebook has finished. A run that fails or is interrupted changes nothing in ``book/`` or
+    ``results/`` (but for the trained runs it stored in ``results/runs/``, kept as each one finishes) and names
+    where its files wait.
     """
     import papermill
 
@@ -576,6 +585,7 @@ def run_notebook(name: str, profile: str = "quick", overrides: dict | None = Non
         if "models_dir" in parameters and not (overrides or {}).get("models_dir"):
             parameters["models_dir"] = str(output_dir / "models")  # a published checkpoint stays there too
     output = Path(output) if output else REPO_ROOT / entry["output"]
+    staging = STAGING_DIR / name if canonical else None
     if results_dir is not None:
         parameters["results_dir"] = str(results_dir)
     inputs = page_inputs(source, parameters, tuple(entry.get("reads", ())))
@@ -608,8 +618,17 @@ def run_notebook(name: str, profile: str = "quick", overrides: dict | None = Non
     read_log.unlink(missing_ok=True)
     previous = os.environ.get(READ_LOG_VARIABLE)
     os.environ[READ_LOG_VARIABLE] = str(read_log)  # the kernel inherits it: the stored runs the page reads
-    interrupted = (f"{name}: interrupted (the partial notebook: {_shown_path(tmp_output)}; trained runs resume from "
-                   "their checkpoints when you run it again)")
+    unpublished = ""
+    if staging is not None:
+        import shutil
+
+        shutil.rmtree(staging, ignore_errors=True)  # an earlier failed run's files are not this run's
+        staging.mkdir(parents=True)
+        os.environ[STAGING_VARIABLE] = str(staging)  # the kernel inherits it: the page's results/ files go there
+        unpublished = (f"; book/ and results/ are as they were, the result files it wrote wait unpublished in "
+                       f"{_shown_path(staging)}/")
+    interrupted = (f"{name}: interrupted (the partial notebook: {_shown_path(tmp_output)}{unpublished}; trained runs "
+                   "resume from their checkpoints when you run it again)")
     stop = _StopOnInterrupt(interrupted)
     try:
         # at a terminal, a bar of the cells run; in a log, the partial notebook (saved after every cell) shows them
@@ -621,7 +640,7 @@ def run_notebook(name: str, profile: str = "quick", overrides: dict | None = Non
         if stop.interrupted:  # the kernel's KeyboardInterrupt came back first
             raise NotebookFailed(interrupted) from None
         raise NotebookFailed(f"{name}: cell {error.exec_count} raised {error.ename}: {error.evalue} "
-                             f"(the partial notebook: {_shown_path(tmp_output)})") from None
+                             f"(the partial notebook: {_shown_path(tmp_output)}{unpublished})") from None
     except KeyboardInterrupt:
         for manager in list(_KERNELS):  # one interrupted while it started, before papermill could shut it down
             try:
@@ -635,26 +654,33 @@ def run_notebook(name: str, profile: str = "quick", overrides: dict | None = Non
             os.environ.pop(READ_LOG_VARIABLE, None)
         else:
             os.environ[READ_LOG_VARIABLE] = previous
-    stored_runs = _read_log(read_log)
-    tidy_page(tmp_output)  # tags that hide set-up code, no stderr or progress bars (sources stay as they are)
-    _move(tmp_output, output)
-    seconds = time.time() - started
-    if canonical or output_dir is not None:
-        import torch, transformers
+        os.environ.pop(STAGING_VARIABLE, None)
+    try:  # between the notebook's end and the publication a Ctrl-C still stops the run in one line
+        stored_runs = _read_log(read_log)
+        tidy_page(tmp_output)  # tags that hide set-up code, no stderr or progress bars (sources stay as they are)
+        if not canonical:
+            _move(tmp_output, output)
+        seconds = time.time() - started
+        record = None
+        if canonical or output_dir is not None:
+            import torch, transformers
 
-        record = {
-            "notebook": name, "profile": profile, "parameters": parameters, "fingerprint": fingerprint,
-            "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "seconds": round(seconds, 1),
-            "outputs": sorted(str(p.relative_to(REPO_ROOT)) for p in _outputs_of(output)),
-            "inputs": inputs, "method_versions": versions, "stored_runs": stored_runs,
-            "library_files": [str(p.relative_to(REPO_ROOT)) for p in library_files(source)],
-            "versions": {"python": sys.version.split()[0], "torch": torch.__version__, "transformers": transformers.__version__},
-        }
-        if canonical:
-            write_json_atomic(record_path, record)
-        else:
-            record["overrides"] = overrides or {}
-            write_json_atomic(output_dir / "run.json", record)
+            record = {
+                "notebook": name, "profile": profile, "parameters": parameters, "fingerprint": fingerprint,
+                "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "seconds": round(seconds, 1),
+                "outputs": sorted(str(p.relative_to(REPO_ROOT))
+                                  for p in _outputs_of(tmp_output if canonical else output, staging)),
+                "inputs": inputs, "method_versions": versions, "stored_runs": stored_runs,
+                "library_files": [str(p.relative_to(REPO_ROOT)) for p in library_files(source)],
+                "versions": {"python": sys.version.split()[0], "torch": torch.__version__, "transformers": transformers.__version__},
+            }
+    except KeyboardInterrupt:
+        raise NotebookFailed(interrupted) from None
+    if canonical:
+        publish_page(name, staging, tmp_output, output, record_path, record)
+    elif record is not None:
+        record["overrides"] = overrides or {}
+        write_json_atomic(output_dir / "run.json", record)
     log(f"{name}: done in {seconds:.0f} s")
     if output_dir is not None:
         changed = _changed_since(book_before)
@@ -682,6 +708,82 @@ def partial_notebook(output: Path) -> Path:
     return output.with_suffix(".running.ipynb")
 
 
+def _same_file_system(a: Path, b: Path) -> bool:
+    return os.stat(a).st_dev == os.stat(b).st_dev
+
+
+class _HoldInterrupt:
+    """While a finished page is published: a Ctrl-C waits until the last file is in place (``held`` says whether one
+    came), so that an interrupt never leaves half a publication."""
+
+    def __init__(self):
+        self.held, self._previous = False, None
+
+    def __enter__(self):
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._hold)
+        return self
+
+    def _hold(self, signum, frame):
+        self.held = True
+
+    def __exit__(self, *exc):
+        import signal
+
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+        return False
+
+
+def publish_page(name: str, staging: Path, executed: Path, page: Path, record_path: Path, record: dict) -> None:
+    """Publish a canonical run that has finished: every result file it staged (:data:`STAGING_DIR`, see
+    :func:`bertsent.report.io.staged`) into ``results/``, then the page into ``book/``, then its run record.
+
+    The page and its record go last because they are what says a run finished: the book renders the page and
+    ``status`` reads the record, so at no moment does either stand beside results older than itself. Each file is
+    first brought beside its target (a copy only where ``.cache`` is on another file system), so that what changes
+    ``book/`` and ``results/`` is one :func:`os.replace` per file, in a row, with Ctrl-C held off meanwhile. Should a
+    file fail to be brought there, nothing has changed, and the message names where the files wait."""
+    import shutil
+
+    moves = [(path, RESULTS_DIR / path.relative_to(staging)) for path in sorted(staging.rglob("*")) if path.is_file()]
+    moves.append((executed, page))
+    ready: list[tuple[Path, Path]] = []
+    done = 0
+    with _HoldInterrupt() as hold:
+        try:
+            for source, target in moves:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                if _same_file_system(source, target.parent):
+                    ready.append((source, target))
+                else:  # a rename cannot cross file systems: a copy beside the target, renamed below
+                    beside = target.with_name(f".{target.name}.publishing")
+                    ready.append((beside, target))  # before the copy: a copy cut short is removed too
+                    shutil.copyfile(source, beside)
+            for source, target in ready:
+                os.replace(source, target)
+                done += 1
+            write_json_atomic(record_path, record)
+        except OSError as error:
+            for source, target in ready[done:]:
+                if source.name.endswith(".publishing"):
+                    source.unlink(missing_ok=True)
+            if done == len(moves):
+                raise NotebookFailed(f"{name}: page and results published, but its run record could not be written "
+                                     f"({error}); fix: run it again") from None
+            changed = ("book/ and results/ are as they were" if not done else
+                       f"{done} of {len(moves)} file(s) were published, up to {_shown_path(ready[done - 1][1])}")
+            raise NotebookFailed(f"{name}: finished, but publishing it failed ({error}); {changed}; the page: "
+                                 f"{_shown_path(executed)}, the result files left: {_shown_path(staging)}/") from None
+    shutil.rmtree(staging, ignore_errors=True)
+    if hold.held:
+        raise NotebookFailed(f"{name}: interrupted after it finished; its page, result files and run record were "
+                             f"published whole")
+
+
 def _move(source: Path, target: Path) -> None:
     """``os.replace``, or a copy and an atomic replace where the two are on different file systems."""
     try:
@@ -698,16 +800,14 @@ def _move(source: Path, target: Path) -> None:
 def check_output_folder(folder: Path) -> None:
     """Refuses, in one line before a kernel starts (:class:`ParameterError`), an output folder that cannot be
     written: it, or the nearest folder above it that exists, must be a writable folder."""
-    folder = Path(folder)
-    existing = folder
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        raise ParameterError(f"output folder {folder}: {existing} is a file, not a folder; "
-                             f"fix: choose another --output")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise ParameterError(f"output folder {folder}: {existing} is not writable by this user; fix: choose a "
-                             f"writable --output (or change the folder's permissions)")
+    from .report.io import output_folder_problem
+
+    problem = output_folder_problem(folder)
+    if problem and "not a folder" in problem:
+        raise ParameterError(f"output folder {folder}: {problem}; fix: choose another --output")
+    if problem:
+        raise ParameterError(f"output folder {folder}: {problem}; fix: choose a writable --output (or change the "
+                             f"folder's permissions)")
 
 
 def check_output_choice(folder: Path) -> None:
@@ -852,9 +952,16 @@ def page_status(name: str, config: dict | None = None) -> tuple[bool, str]:
     return True, f"up to date (profile {record['profile']}, run {record['finished']})"
 
 
-def _outputs_of(executed: Path) -> list[Path]:
-    """The result files a notebook reports writing: lines ``wrote <path>`` in its outputs."""
+def _outputs_of(executed: Path, staging: Path | None = None) -> list[Path]:
+    """The result files a notebook reports writing: lines ``wrote <path>`` in its outputs, those present (in the
+    repository, or staged in ``staging`` to be published there)."""
     import nbformat
+
+    def present(path: Path) -> bool:
+        if path.is_file():
+            return True
+        return (staging is not None and path.is_relative_to(RESULTS_DIR.resolve())
+                and (staging / path.relative_to(RESULTS_DIR.resolve())).is_file())
 
     found = []
     for cell in nbformat.read(executed, as_version=4).cells:
@@ -862,7 +969,7 @@ def _outputs_of(executed: Path) -> list[Path]:
             for line in out.get("text", "").splitlines():
                 if line.startswith("wrote "):
                     found.append((REPO_ROOT / line[len("wrote "):].strip()).resolve())
-    return [p for p in found if p.is_file() and p.is_relative_to(REPO_ROOT)]
+    return [p for p in found if p.is_relative_to(REPO_ROOT) and present(p)]
 
 
 def parse_value(text: str):
@@ -901,6 +1008,9 @@ def main(argv=None) -> int:
                      help="write the executed notebook, its results/ and run.json here (default for a profile other "
                           "than quick/paper or any -p: .cache/reruns/<name>-<profile>-<hash>/); the book, results/ "
                           "and results/runs/ are written only by quick/paper runs without -p or --output")
+    run.add_argument("--check", action="store_true",
+                     help="check the notebooks' names, profile, parameters and output folder, say where each run "
+                          "would write, and stop without running anything")
     sub.add_parser("list", help="show notebooks, profiles and parameters")
     sub.add_parser("status", help="say which committed pages are up to date (runs nothing)")
     tidy = sub.add_parser("tidy", help="tag and clean committed pages as a run does, without re-executing them")
@@ -946,6 +1056,13 @@ def main(argv=None) -> int:
             raise ParameterError("--output takes one notebook (name it), not several")
         if args.output is not None:
             check_output_choice(args.output)
+        if args.check:
+            for name in names:
+                target = args.output or (None if is_canonical(args.profile, overrides)
+                                         else rerun_folder(name, args.profile, overrides))
+                print(f"{name}: parameters valid (profile {args.profile}); would write "
+                      f"{target if target is not None else 'the book page and results/'}")
+            return 0
         for name in names:
             output_dir = args.output
             if output_dir is None and not is_canonical(args.profile, overrides):

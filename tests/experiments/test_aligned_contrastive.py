@@ -337,6 +337,16 @@ def test_step_cost_is_a_ratio_to_ce_from_the_benchmark():
     assert table.loc["acl", "ms_per_step"] == 1000.0 and "two gradient passes" in table.loc["acl", "step"]
 
 
+def test_step_cost_table_names_the_plain_loop_and_reads_the_benchmarks_new_fields():
+    """The benchmark's JSON also holds the plain transformers loop, CPU seconds and ce_vs_plain: the table gets a
+    worded row for the plain loop and ignores the rest."""
+    benchmark = {"median_step_seconds": {"ce": 0.5, "acl": 1.0, "plain_transformers": 0.625}, "ce_vs_plain": 0.8,
+                 "median_cpu_step_seconds": {"ce": 0.25}, "cpu": "a CPU"}
+    table = acl.step_cost_table(benchmark).set_index("objective")
+    assert table.loc["plain_transformers", "ratio_to_ce"] == pytest.approx(1.25)
+    assert "plain transformers loop" in table.loc["plain_transformers", "step"]
+
+
 def test_exit_probe_reads_each_exits_input_on_the_runs_own_training_rows(monkeypatch):
     """One row per layer 1..L (exit l reads hidden state l, never the embeddings) and readout, fitted on the rows
     training_rows gives the run's seed; a sentence-pair task is refused."""

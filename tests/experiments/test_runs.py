@@ -279,6 +279,11 @@ def test_the_masked_lm_evaluation_is_kept_with_the_run_and_read_back_without_the
     assert again["probes"]["top_predictions"].iloc[0] == "the , . of nan"
     run.mlm_evaluation(128, files=("enwiki-2018.txt.xz",))  # other held-out pairs: evaluated again
     assert [pairs for _, pairs, _ in evaluated] == [64, 128]
+    from bertsent.experiments.store import manifest_problem, StoreError
+    assert manifest_problem(stored.directory) is None  # the evaluation's files are listed with the run's
+    (stored.directory / "mlm_accuracy.csv").write_text("edited")
+    with pytest.raises(StoreError, match="mlm_accuracy.csv differs"):
+        run.mlm_evaluation(256, files=("enwiki-2018.txt.xz",))  # an edited file is never listed anew
 
 
 def test_a_dev_subsample_is_part_of_the_fine_tuning_key(monkeypatch, tmp_path):

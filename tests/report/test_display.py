@@ -43,3 +43,18 @@ def test_a_plain_range_index_is_dropped():
     table = readable(pd.DataFrame({"score": [1.5, 2.25]}))
     assert list(table.frame.columns) == ["score"]
     assert table.frame["score"].tolist() == ["1.50", "2.25"]
+
+
+def test_a_claims_table_reads_side_by_side_with_its_noise_source_as_a_tooltip():
+    from bertsent.report.claims import Noise, claims_table
+
+    table = claims_table([{"claim": "a > b", "ours": 3.0, "paper": 4.0, "noise": Noise(1.0, "3 vs 3", "sd 0.5 & t"),
+                           "backbone": "m"},
+                          {"claim": "c > d", "ours": -2.0, "noise": Noise(1.0, "3 vs 3", "dev set"), "backbone": "m"}])
+    shown = readable(table)
+    assert list(shown.frame.columns) == ["claim", "backbone", "ours", "paper", "ratio", "tolerance", "seeds", "verdict"]
+    assert shown.frame.iloc[0].tolist() == ["a > b", "m", "3.00", "4.00", "0.75", "1.00", "3 vs 3", "reproduced"]
+    assert shown.frame.iloc[1]["paper"] == ""  # a direction only: no number
+    page = shown._repr_html_()
+    assert 'title="sd 0.5 &amp; t"' in page and 'title="dev set"' in page and "noise_source" not in page
+    assert "sd 0.5 & t" in repr(shown)  # the plain-text form keeps it as its last column

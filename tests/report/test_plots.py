@@ -360,3 +360,16 @@ def test_legends_cover_no_data_and_text_is_legible(name):
     assert_legends_clear(figure)
     assert_legible(figure)
     plt.close(figure)
+
+
+def test_long_run_curves_draw_each_lever_from_its_branch_on():
+    parent = pd.DataFrame({"step": [0, 100, 200], "tokens": [0, 10**6, 2 * 10**6], "heldout_mlm_loss": [7.0, 6.5, 6.4],
+                           "heldout_mlm_mask_accuracy": [0.0, 0.05, 0.06], "heldout_nsp_accuracy": [0.5, 0.6, 0.7]})
+    lever = pd.concat([parent, pd.DataFrame({"step": [300], "tokens": [3 * 10**6], "heldout_mlm_loss": [5.0],
+                                             "heldout_mlm_mask_accuracy": [0.40], "heldout_nsp_accuracy": [0.7]})])
+    figure = plots.long_run_curves(parent, 0.05, 0.25, 0.06, levers={"decay": (200, lever)})
+    mask = figure.axes[0]
+    drawn = {line.get_label(): line for line in mask.get_lines()}
+    assert list(drawn["decay"].get_xdata()) == [2.0, 3.0]  # from the branch step on, not the parent's rows again
+    assert mask.get_ylim()[1] >= 40  # a lever above the run stays on the axes
+    plt.close(figure)

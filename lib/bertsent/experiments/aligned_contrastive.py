@@ -266,6 +266,7 @@ STEP_OBJECTIVES = {  # benchmarks/acl_step.py's objectives, in words
     "acl_embed_measured": "ACL-Embed with the angle logged: two gradient passes (as the chapter's CE+SCL and "
                           "ACL-Embed runs)",
     "acl": "ACL (Embed + Grad): two gradient passes, angle, gate",
+    "plain_transformers": "CE in a plain transformers loop (the reference for the library's CE step)",
 }
 
 

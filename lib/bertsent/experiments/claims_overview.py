@@ -66,7 +66,9 @@ def _path(page: str, relative: str, inputs_dir=None, per_page: bool = False) -> 
 def read_results(page: str, relative: str, inputs_dir=None, per_page: bool = False) -> pd.DataFrame:
     """The CSV ``relative`` (a path under ``results/``) that page ``page`` writes; :class:`MissingResults` naming the
     page to run when it is not there."""
-    path = _path(page, relative, inputs_dir, per_page)
+    from ..report.io import read_path
+
+    path = read_path(_path(page, relative, inputs_dir, per_page))
     if not path.is_file():
         raise MissingResults(f"{path} is missing: it is written by the page {page!r}; run it first "
                              f"(python -m bertsent.book run {page} --profile quick)")
@@ -192,7 +194,8 @@ def bert_claims(inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataFra
 
 def attention_pooling_claims(inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataFrame]:
     """The layer-wise attention pooling chapter's claims, each recomputed from the per-run scores its page wrote:
-    RQ1 and RQ4 from ``attention_pooling/ablation_scores.csv`` (page ``attention_pooling_ablation``), RQ2 from the
+    RQ1 and RQ4 from ``attention_pooling/ablation_scores.csv`` (page ``attention_pooling_ablation``), RQ1 on the
+    frozen encoder from ``attention_pooling/frozen_summary.csv`` (``attention_pooling_frozen``), RQ2 from the
     pooled rows of ``attention_pooling/geometry.csv`` (``attention_pooling_layers``), RQ3 from
     ``attention_pooling/retrieval.csv`` (``attention_pooling_search``), with the pooler and baseline the pages
     use by default."""
@@ -200,6 +203,7 @@ def attention_pooling_claims(inputs_dir=None, per_page: bool = False) -> dict[st
     from .attention_pooling import pooling_claims, rq4_claims, rq4_table, search_claims
 
     from .attention_pooling import scored_pairs
+    from .frozen_pooler import frozen_claims
 
     scores = read_results("attention_pooling_ablation", "attention_pooling/ablation_scores.csv", inputs_dir, per_page)
     pairs = _scored_pairs("attention_pooling_ablation", inputs_dir, per_page, scored_pairs)
@@ -208,7 +212,9 @@ def attention_pooling_claims(inputs_dir=None, per_page: bool = False) -> dict[st
     geometry = read_results("attention_pooling_layers", "attention_pooling/geometry.csv", inputs_dir, per_page)
     retrieval = read_results("attention_pooling_search", "attention_pooling/retrieval.csv", inputs_dir, per_page)
     search = reported.layer_attention_search()
-    return {"attention_pooling/claims_ablation.csv": pd.concat([t for t in (rq1, rq4) if len(t)], ignore_index=True),
+    frozen = read_results("attention_pooling_frozen", "attention_pooling/frozen_summary.csv", inputs_dir, per_page)
+    return {"attention_pooling/claims_frozen.csv": frozen_claims(frozen, reported.layer_attention_stsb()),
+            "attention_pooling/claims_ablation.csv": pd.concat([t for t in (rq1, rq4) if len(t)], ignore_index=True),
             "attention_pooling/claims_geometry.csv": pooled_geometry_claims(geometry[geometry["readout"] == "pooled"]),
             "attention_pooling/claims_search.csv": search_claims(
                 retrieval, float(search["layer_attention"] - search["baseline"]))}
@@ -284,7 +290,8 @@ CHAPTERS = {
     "geometry": Chapter(geometry_claims_overview, ("isotropy",)),
     "bert": Chapter(bert_claims, ("bert_pretraining", "bert_ablations", "bert_stall_study"), ("train_data", "run")),
     "attention-pooling": Chapter(attention_pooling_claims, ("attention_pooling_ablation", "attention_pooling_layers",
-                                                            "attention_pooling_search")),
+                                                            "attention_pooling_search",
+                                                            "attention_pooling_frozen")),
     "aligned-contrastive": Chapter(acl_claims, ("acl_gradient_angles", "acl_glue", "acl_multi_exit"), ("exit",)),
 }
 
@@ -361,11 +368,13 @@ def scoreboard(results_dir=None) -> pd.DataFrame:
     :data:`~bertsent.report.claims.VERDICTS`, counted from the committed claims CSVs (rows without a claim left
     out), with a ``total`` row and column; verdicts no row has are left out."""
     from ..report.claims import NO_CLAIM, VERDICTS
+    from ..report.io import results_glob
 
-    base = _base(results_dir)
+    base = _base(results_dir)  # with the claims tables this page staged (bertsent.report.io) read in their place
     counts = {}
     for chapter, patterns in CHAPTER_FILES.items():
-        verdicts = pd.concat([pd.read_csv(path)["verdict"] for pattern in patterns for path in sorted(base.glob(pattern))]
+        verdicts = pd.concat([pd.read_csv(path)["verdict"] for pattern in patterns
+                              for path in results_glob(base, pattern)]
                              or [pd.Series(dtype=str)], ignore_index=True)
         counts[chapter] = verdicts[verdicts != NO_CLAIM].value_counts()
     table = pd.DataFrame(counts).T.reindex(columns=list(VERDICTS)).fillna(0).astype(int)
@@ -378,6 +387,10 @@ def scoreboard(results_dir=None) -> pd.DataFrame:
 def write_scoreboard(results_dir=None) -> pd.DataFrame:
     """:func:`scoreboard`, written to ``claims_scoreboard.csv`` under ``results_dir`` (the intro page shows it);
     each chapter's claims page rewrites it after its own claims, so it follows the latest verdicts."""
+    from ..report.io import staged
+
     table = scoreboard(results_dir)
-    table.to_csv(_base(results_dir) / SCOREBOARD)
+    path = staged(_base(results_dir) / SCOREBOARD)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(path)
     return table

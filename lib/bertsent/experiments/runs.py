@@ -24,10 +24,10 @@ import pandas as pd
 
 from ..data.sts import STSDataset
 from ..paths import CACHE_DIR, REPO_ROOT
-from ..report.io import write_json_atomic
+from ..report.io import write_csv_atomic, write_json_atomic
 from ..training.self_guided import SelfGuidedConfig
 from ..versions import manifest_digest, method_versions, versions_digest
-from .store import StoredRun, digest_of, run_key
+from .store import MANIFEST, StoredRun, StoreError, digest_of, manifest_problem, run_key, write_manifest
 
 METHOD_VERSION = 1  # bump when the maths changes (here: the readout scored by trained_transfer_scores)
 
@@ -368,7 +368,6 @@ class PretrainingRun:
         corpus files and evaluation method version), so a page re-renders without the weights. Evaluated (the
         weights pre-trained again first, if gone) only when missing or made another way."""
         from ..evaluation import mlm
-        from ..report.tables import write_table
 
         wanted = {"pairs": int(pairs), "files": list(files) if files else None, "method_version": mlm.METHOD_VERSION}
         directory = self.stored.directory
@@ -380,9 +379,14 @@ class PretrainingRun:
                         for part, name in names.items()}
         tables = mlm.evaluate_checkpoint(self.model_dir(log), pairs, corpus_dir=self.corpus_dir,
                                          cache_dir=self.cache_dir, data_dir=data_dir, files=files)
+        problem = manifest_problem(directory) if (directory / MANIFEST).is_file() else None
+        if problem:  # never bless an altered file by listing it anew
+            raise StoreError(f"stored run {directory}: {problem}. Fix: restore it with `git checkout -- {directory}`, "
+                             f"or delete it and train the run again.")
         for part, name in names.items():
-            write_table(tables[part], directory / name)
+            write_csv_atomic(tables[part], directory / name, index=False)
         write_json_atomic(meta, {**wanted, "source": f"evaluate_checkpoint on {self.key}'s final weights"})
+        write_manifest(directory)  # the evaluation's files join the run's verified files
         return {part: pd.read_csv(directory / name, keep_default_na=False, na_values=[""])
                 for part, name in names.items()}  # as a later call reads them: the same numbers either way
 

@@ -48,7 +48,7 @@ import pandas as pd
 from ..paths import REPO_ROOT, RESULTS_DIR
 from ..report.io import sha256_of, write_csv_atomic, write_json_atomic
 
-KINDS = ("sg", "pretraining", "glue", "attention_pooling", "untrained")
+KINDS = ("sg", "pretraining", "glue", "attention_pooling", "attention_pooling_frozen", "untrained")
 
 
 def store_root(results_dir=None) -> Path:
@@ -182,7 +182,8 @@ def _fix(run: StoredRun) -> str:
     """What to do about a run that fails verification."""
     folder = _shown(run.directory)
     retrain = {"sg": f"`python -m bertsent.experiments.sts_runs --key {run.key}`",
-               "glue": "`python -m bertsent.experiments.acl_runs` (or the page that reads it)"}.get(
+               "glue": "`python -m bertsent.experiments.acl_runs` (or the page that reads it)",
+               "attention_pooling_frozen": "`python -m bertsent.experiments.frozen_pooler train`"}.get(
         run.kind, "the page that reads it")
     return (f"Fix: restore the committed files with `git checkout -- {folder}`, or delete {folder} and train the "
             f"run again with its key {run.key} ({retrain})")
@@ -246,6 +247,7 @@ _COMMON = {"identity": dict, "method_versions": dict, "summary": dict, "best_ste
 TRAIN_SCHEMA = {
     "sg": {**_COMMON, "backbone": str, "config": dict, "step": int},
     "attention_pooling": {**_COMMON, "backbone": str, "config": dict, "step": int},
+    "attention_pooling_frozen": {**_COMMON, "backbone": str, "config": dict, "step": int},
     "pretraining": {**_COMMON, "config": dict, "steps": int, "tokens": int, "dev_metric": str},
     "glue": {**_COMMON, "result": dict, "steps": int, "dev_metric": str},
 }

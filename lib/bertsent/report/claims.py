@@ -687,8 +687,29 @@ def verdict_box(*tables: pd.DataFrame, title: str = "Verdict", digits: int = 2, 
             lines.append(f"- {verdict_line(row, context, digits, label_with)}")
             counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1
     if not lines:
-        return ""
+        return VerdictBox("")
     total = len(lines)
     tally = ", ".join(f"{n} {verdict}" for verdict, n in counts.items() if n)
-    return "\n".join([f"```{{admonition}} {title}", ":class: tip", *lines, "",
-                      f"{total} claim{'s' if total != 1 else ''}: {tally}.", "```"])
+    tally = f"{total} claim{'s' if total != 1 else ''}: {tally}."
+    return VerdictBox("\n".join([f"```{{admonition}} {title}", ":class: tip", *lines, "", tally, "```"]),
+                      lines, tally, {verdict: n for verdict, n in counts.items() if n})
+
+
+class VerdictBox(str):
+    """The text of a verdict box (a MyST admonition), which is what a page displays, with its parts kept
+    (``lines``: one per claim; ``tally``: the count of the verdicts as a sentence; ``counts``: verdict -> claims)
+    so the box that opens a page (:func:`bertsent.report.pages.findings_box`) can show the count up front without
+    reading the text back."""
+
+    def __new__(cls, text: str, lines: Iterable[str] = (), tally: str = "", counts: Mapping[str, int] | None = None):
+        box = super().__new__(cls, text)
+        box.lines, box.tally, box.counts = list(lines), tally, dict(counts or {})
+        return box
+
+    def held(self) -> int:
+        """Claims that hold: reproduced, larger than the paper's, or in its direction only."""
+        return sum(self.counts.get(verdict, 0) for verdict in (REPRODUCED, LARGER, DIRECTION_ONLY))
+
+    def failed(self) -> int:
+        """Claims not reproduced."""
+        return self.counts.get(NOT_REPRODUCED, 0)

@@ -4,13 +4,23 @@
 ordinary columns), missing values (NaN, ``<NA>``, None) as blanks, whole numbers without decimals, and numbers too
 small or too large for fixed decimals (a learning rate of 5e-5) in scientific notation, never as ``0.00``.
 Nothing here changes a number: it only decides how it is written.
+
+A claims table (:func:`bertsent.report.claims.claims_table`: it has ``verdict`` and ``noise_source``) is laid out
+for scanning: the claim and where it was tested, then ours, the paper's, their ratio, the tolerance and the
+verdict side by side; the noise's source, a sentence per row, moves out of the row into a tooltip on its tolerance
+(and into the plain-text form's last column).
 """
 from __future__ import annotations
 
+import html
 import math
 import numbers
 
 import pandas as pd
+
+# a claims table's numbers, renamed for the page, in the order a reader compares them
+CLAIM_NUMBERS = {"our_effect": "ours", "paper_effect": "paper", "ratio": "ratio", "tolerance": "tolerance",
+                 "seeds": "seeds", "verdict": "verdict"}
 
 
 def _missing(value) -> bool:
@@ -71,18 +81,51 @@ def readable_frame(frame: pd.DataFrame, decimals: int = 2, decimals_by_column: d
 
 class ReadableTable:
     """A table as :func:`readable` formats it: HTML for the page (pandas' ``dataframe`` class, no index), plain
-    text elsewhere. ``.frame`` holds the formatted strings."""
+    text elsewhere. ``.frame`` holds the formatted strings; ``.notes`` (a claims table's noise sources, one per row)
+    become tooltips on the ``tolerance`` cells."""
 
-    def __init__(self, frame: pd.DataFrame):
+    def __init__(self, frame: pd.DataFrame, notes: list[str] | None = None):
         self.frame = frame
+        self.notes = notes
 
     def _repr_html_(self) -> str:
-        return self.frame.to_html(index=False, na_rep="", escape=True, border=0, classes="readable")
+        if not self.notes:
+            return self.frame.to_html(index=False, na_rep="", escape=True, border=0, classes="readable")
+        columns = list(self.frame.columns)
+        head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
+        rows = []
+        for (_, row), note in zip(self.frame.iterrows(), self.notes):
+            cells = []
+            for column in columns:
+                text = html.escape(str(row[column]))
+                if column == "tolerance" and note:
+                    cells.append(f'<td title="{html.escape(note, quote=True)}" style="text-decoration: underline '
+                                 f'dotted; cursor: help">{text}</td>')
+                else:
+                    cells.append(f"<td>{text}</td>")
+            rows.append("<tr>" + "".join(cells) + "</tr>")
+        return (f'<table border="0" class="dataframe readable claims"><thead><tr>{head}</tr></thead><tbody>'
+                + "".join(rows) + "</tbody></table><p><small>Hover over a tolerance for where its noise comes "
+                "from.</small></p>")
 
     def __repr__(self) -> str:
-        return self.frame.to_string(index=False, na_rep="")
+        shown = self.frame if not self.notes else self.frame.assign(noise_source=self.notes)
+        return shown.to_string(index=False, na_rep="")
+
+
+def is_claims_table(frame: pd.DataFrame) -> bool:
+    """Whether ``frame`` is a claims table (:func:`bertsent.report.claims.claims_table`)."""
+    return {"claim", "verdict", "noise_source"} <= set(frame.columns)
 
 
 def readable(frame: pd.DataFrame, decimals: int = 2, decimals_by_column: dict | None = None) -> ReadableTable:
-    """``frame`` formatted for reading (see the module docstring); display it with ``display(readable(frame))``."""
-    return ReadableTable(readable_frame(frame, decimals, decimals_by_column))
+    """``frame`` formatted for reading (see the module docstring); display it with ``display(readable(frame))``.
+    A claims table is laid out for scanning (the module docstring)."""
+    if not is_claims_table(frame):
+        return ReadableTable(readable_frame(frame, decimals, decimals_by_column))
+    numbers = [c for c in CLAIM_NUMBERS if c in frame.columns]
+    context = [c for c in frame.columns if c not in numbers and c != "noise_source"]
+    ordered = frame.reset_index(drop=True)[context + numbers].rename(columns=CLAIM_NUMBERS)
+    notes = ["" if _missing(n) else str(n) for n in frame["noise_source"]]
+    by_column = {CLAIM_NUMBERS.get(k, k): v for k, v in (decimals_by_column or {}).items()}
+    return ReadableTable(readable_frame(ordered, decimals, by_column), notes)

@@ -666,22 +666,34 @@ def sts_main_figure(scores: pd.DataFrame, paper: pd.Series | dict | None = None,
 
 
 @page_figure
-def long_run_curves(history: pd.DataFrame, majority_floor: float, target: float, best_constant: float | None = None):
+def long_run_curves(history: pd.DataFrame, majority_floor: float, target: float, best_constant: float | None = None,
+                    levers: dict[str, tuple[int, pd.DataFrame]] | None = None):
     """The long pre-training run against tokens seen: held-out accuracy at [MASK] positions with the majority word
     piece's floor and the target, the held-out MLM loss, and NSP accuracy with chance (50%). Accuracy axes run
     from 0, so a rise off the floor is not blown up.
 
     ``history``: the run's ``history.csv``; ``majority_floor``, ``target`` and ``best_constant`` (the one word piece
-    right most often on the held-out [MASK] positions, drawn when given): fractions."""
+    right most often on the held-out [MASK] positions, drawn when given): fractions. ``levers``: label -> (branch step,
+    history) of short branches of the run (:data:`bertsent.training.long_run.BRANCHES`), drawn from the branch on."""
     fig, axes, _ = panel_grid(3, per_row=3, panel=(2.6, 2.8))
     millions = history["tokens"] / 1e6
     mask, loss, nsp = axes
+    colours = iter(["tab:cyan", "tab:brown", "tab:olive", "tab:pink", "tab:gray"])
+    for label, (branch_step, lever) in (levers or {}).items():
+        own = lever[lever["step"] >= branch_step]  # the rows before are the parent's
+        tokens, colour = own["tokens"] / 1e6, next(colours)
+        mask.plot(tokens, 100 * own["heldout_mlm_mask_accuracy"], marker="x", ms=4, lw=1, color=colour, label=label)
+        loss.plot(tokens, own["heldout_mlm_loss"], marker="x", ms=4, lw=1, color=colour)
+        if "heldout_nsp_accuracy" in own:
+            nsp.plot(tokens, 100 * own["heldout_nsp_accuracy"], marker="x", ms=4, lw=1, color=colour)
     mask.plot(millions, 100 * history["heldout_mlm_mask_accuracy"], marker=".", label="held-out [MASK] accuracy")
     mask.axhline(100 * majority_floor, color="0.4", ls="--", lw=1, label="always the majority word piece")
     if best_constant is not None:
         mask.axhline(100 * best_constant, color="tab:red", ls="--", lw=1, label="the best constant guess")
     mask.axhline(100 * target, color="tab:green", ls=":", lw=1.2, label=f"target ({100 * target:.0f}%)")
-    mask.set_ylim(0, max(100 * target, 100 * float(history["heldout_mlm_mask_accuracy"].max())) * 1.15)
+    highest = max([float(history["heldout_mlm_mask_accuracy"].max())]
+                  + [float(lever["heldout_mlm_mask_accuracy"].max()) for _, lever in (levers or {}).values()])
+    mask.set_ylim(0, max(100 * target, 100 * highest) * 1.15)
     mask.set_ylabel("accuracy at [MASK] (%)")
     loss.plot(millions, history["heldout_mlm_loss"], marker=".", color="tab:orange", label="held-out MLM loss")
     loss.set_ylabel("cross-entropy (nats)")

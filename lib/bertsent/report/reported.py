@@ -129,26 +129,29 @@ def layer_attention_search() -> pd.Series:
 # No table value of the paper could be recovered (../shared/reference/papers-acl-layeratt.md, "Reported tables":
 # "No table values could be recovered"; the Korean summary ../shared/papers/001_c3e31f1beb28daef.txt, section 4,
 # gives outcomes in words). What the sources give, with where it comes from; ``number`` is None wherever the
-# source gives none (never filled in here). Source tags as in the digest: [paper] abstract, [ko] the Korean
-# summary (001, section number), [3rd] a third-party summary page.
+# source gives none (never filled in here). Source tags, as a reader sees them: [paper] abstract, [ko] the Korean
+# summary (its section number), [3rd] a third-party summary page.
 _ACL_CLAIMS = [
     ("angles", "the angle between the CE and SCL gradients often exceeds 90 degrees during fine-tuning (pilot on RTE)",
-     None, "[ko] 001 section 1; digest papers-acl-layeratt.md, Pilot experiment"),
+     None, "[ko] Korean summary of the paper, section 1 (its pilot experiment)"),
     ("angles", "the CE-SCL gradient angle ranges roughly from 75 to 105 degrees (RTE, BERT)",
-     "75-105 degrees", "[3rd] third-party summary, via papers-acl-layeratt.md, Pilot experiment (not in the paper "
-                       "text that could be read)"),
+     "75-105 degrees", "[3rd] third-party summary pages of the paper, its pilot experiment (not in the paper text "
+                       "that could be read)"),
     ("glue", "ACL beats CE and CE+SCL on 5 of the 7 GLUE tasks (BERT backbone)",
-     "5 of 7 tasks", "[ko] 001 section 4; paper-targets.md section 3; no per-task scores recovered"),
+     "5 of 7 tasks", "[ko] Korean summary of the paper, section 4; no per-task scores recovered"),
     ("glue", "ACL-BERT beats or matches CE and CE+SCL on GLUE", None, "[paper] abstract"),
-    ("glue", "consistent gains with a RoBERTa backbone", None, "[ko] 001 section 4 (not tested here)"),
-    ("lambda", "ACL-Grad makes the score less sensitive to lambda", None, "[ko] 001 section 4 (ablation); "
-                                                                          "no lambda values or scores recovered"),
-    ("ablation", "each of ACL-Embed, ACL-Grad and ACL-CL contributes", None, "[ko] 001 section 4"),
+    ("glue", "consistent gains with a RoBERTa backbone", None,
+     "[ko] Korean summary of the paper, section 4 (not tested here)"),
+    ("lambda", "ACL-Grad makes the score less sensitive to lambda", None,
+     "[ko] Korean summary of the paper, section 4 (ablation); no lambda values or scores recovered"),
+    ("ablation", "each of ACL-Embed, ACL-Grad and ACL-CL contributes", None, "[ko] Korean summary of the paper, section 4"),
     ("multi_exit", "ACL-CL clearly beats the baselines for multi-exit BERT, with a better quality-speed trade-off",
      None, "[paper] abstract"),
-    ("multi_exit", "shallow exits gain more from ACL-CL than deep ones", None, "[ko] 001 section 4"),
+    ("multi_exit", "shallow exits gain more from ACL-CL than deep ones", None,
+     "[ko] Korean summary of the paper, section 4"),
     ("multi_exit", "the 6th-layer exit of a 12-layer multi-exit BERT with ACL-CL matches or beats TinyBERT and "
-                   "DistilBERT without extra pre-training", None, "[ko] 001 section 4 (not tested here)"),
+                   "DistilBERT without extra pre-training", None,
+     "[ko] Korean summary of the paper, section 4 (not tested here)"),
 ]
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..paths import REPO_ROOT, RESULTS_DIR
-from .io import write_csv_atomic
+from .io import staged, write_csv_atomic
 
 METHOD_VERSION = 1  # bump when the maths changes (here: how the numbers are written)
 
@@ -27,10 +27,12 @@ def format_float(value: float) -> str:
 def write_table(table: pd.DataFrame, path: Path) -> Path:
     """Write a CSV atomically (a crash never leaves half a file) and print ``wrote <path>``.
 
-    Floats are written by :func:`format_float`; undefined scores (NaN) as empty fields.
+    Floats are written by :func:`format_float`; undefined scores (NaN) as empty fields. In a canonical page run
+    the file goes to the run's staging folder (:func:`~bertsent.report.io.staged`) and the line still names
+    ``path``, where the runner puts it once the page has finished; the path written to is returned.
     """
     path = Path(path)
-    write_csv_atomic(table, path, index=False, float_format=format_float, na_rep="")
+    write_csv_atomic(table, staged(path), index=False, float_format=format_float, na_rep="")
     shown = path.resolve().relative_to(REPO_ROOT) if path.resolve().is_relative_to(REPO_ROOT) else path
     print(f"wrote {shown}")
-    return path
+    return staged(path)
