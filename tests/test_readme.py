@@ -63,6 +63,8 @@ def test_readme_headline_numbers_are_the_committed_results():
     long_run = pd.read_csv(RESULTS_DIR / "bert" / "long_run_claims.csv").iloc[0]
     assert f"at {long_run['tokens'] / 1e6:.1f}M tokens" in bert
     assert f"{long_run['score']:.2f}% at [MASK] against {long_run['reference']:.2f}% for the best constant" in bert
+    tiny = pd.read_csv(RESULTS_DIR / "bert" / "long_run_equal_tokens.csv").set_index("lever").loc["bert-tiny-wsd"]
+    assert f"{tiny['mask_accuracy']:.2f}% at [MASK] after {tiny['tokens_millions']:.1f}M tokens" in bert
 
     frozen = pd.read_csv(RESULTS_DIR / "attention_pooling" / "frozen_summary.csv").set_index(["backbone", "pooling"])
     pooling = chapter_line("Attention pooling")
