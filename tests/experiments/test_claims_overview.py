@@ -168,7 +168,7 @@ def test_run_records_say_which_runs_and_whether_they_predate_the_rule(tmp_path):
 
 
 def test_attention_pooling_claims_equal_the_pages_own_claims():
-    """Recomputed from the three pages' stored smoke outputs, each claims table matches the one its page wrote (to the
+    """Recomputed from the four pages' stored smoke outputs, each claims table matches the one its page wrote (to the
     CSVs' four decimals: the overview reads rounded scores)."""
     from pathlib import Path
 
@@ -176,7 +176,8 @@ def test_attention_pooling_claims_equal_the_pages_own_claims():
     tables = overview.chapter_claims("attention-pooling", fixtures, per_page=True)
     pages = {"attention_pooling/claims_ablation.csv": "attention_pooling_ablation",
              "attention_pooling/claims_geometry.csv": "attention_pooling_layers",
-             "attention_pooling/claims_search.csv": "attention_pooling_search"}
+             "attention_pooling/claims_search.csv": "attention_pooling_search",
+             "attention_pooling/claims_frozen.csv": "attention_pooling_frozen"}
     assert set(tables) == set(pages)
     for name, page in pages.items():
         written = pd.read_csv(fixtures / page / name)
