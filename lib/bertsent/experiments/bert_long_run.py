@@ -26,6 +26,11 @@ def _committed(committed_root: Path | None) -> Path:
     return root if root.is_absolute() else REPO_ROOT / root
 
 
+def committed_folder(name: str, committed_root: Path | None = None) -> Path:
+    """Where long run ``name`` commits its stretches (record, history, float16 weights)."""
+    return _committed(committed_root) / name
+
+
 def load_run(name: str, committed_root: Path | None = None) -> tuple[dict, pd.DataFrame]:
     """The committed record and history of long run ``name`` (``committed_root``: default ``models/training/``; a
     relative path is read from the repository's root, so a profile names the same folder on every machine)."""
@@ -283,3 +288,28 @@ def equal_tokens_in_words(run: str, table: pd.DataFrame) -> str:
         f"{row['tokens_millions']:.1f}M tokens, where {run} had {row[f'{run}_mask_accuracy']:.2f}% and "
         f"{row[f'{run}_mlm_loss']:.3f} after {row[f'{run}_tokens_millions']:.1f}M."
         for _, row in table.iterrows())
+
+
+def glue_models(name: str, committed_root: Path | None = None, cache_dir: Path | None = None) -> dict:
+    """What the page fine-tunes on GLUE: long run ``name``'s committed weights (``"pre-trained"``, named by their
+    digest) and the same architecture from random weights (``"no pre-training"``, BERT's control, made in
+    ``cache_dir``, default ``.cache/pretraining/runs/``, only when a fine-tuning needs it)."""
+    from ..paths import CACHE_DIR
+    from .runs import model_at, untrained_model
+
+    record, _ = load_run(name, committed_root)
+    size, seed = record["config"]["size"], record["config"]["seed"]
+    untrained = Path(cache_dir or CACHE_DIR / "pretraining" / "runs") / f"bert-{size}-untrained"
+    return {"pre-trained": model_at(committed_folder(name, committed_root)),
+            "no pre-training": untrained_model(size, untrained, seed)}
+
+
+def glue_in_words(name: str, published_as: str | None, claims: pd.DataFrame | None) -> str:
+    """The page's GLUE sentence: the long run's model minus the no-pre-training control, per task (its metric), from
+    :func:`~bertsent.experiments.bert_ablations.compare_rows`'s table (None: not fine-tuned, no sentence)."""
+    if claims is None or not len(claims):
+        return ""
+    model = f"`{published_as}` (the long run {name})" if published_as else f"The long run {name}"
+    return (f"{model} fine-tuned on GLUE dev, minus the same model fine-tuned without pre-training: "
+            + "; ".join(f"{row.task} {row.our_effect:+.1f} (tolerance {row.tolerance:.1f}, {row.verdict})"
+                        for row in claims.itertuples()) + ".")

@@ -129,22 +129,28 @@ def model_card(name: str, summary: dict, glue: pd.DataFrame | None = None, mlm: 
         f"| size | {config['size']}: {layers} layers, hidden size {hidden}, {max(1, hidden // 64)} heads, "
         f"feed-forward {4 * hidden} |",
         f"| corpus | English Wikipedia (2015 and 2018 extracts) + 99 English novels (ELTeC); {CORPUS_SOURCES} |",
-        f"| training pairs available | {summary['train_pairs']:,} (held out: {summary['heldout_pairs']:,}) |",
+    ]
+    if "train_pairs" in summary:  # a long run's record does not count them
+        lines.append(f"| training pairs available | {summary['train_pairs']:,} (held out: {summary['heldout_pairs']:,}) |")
+    lines += [
         f"| steps x batch | {summary['steps']:,} x {config['batch_size']} |",
         f"| tokens seen | {summary['tokens']:,} (non-padding, special tokens included) |",
     ]
     if config.get("init_from"):
         lines.append(f"| continued from | `{Path(config['init_from']).name}` "
                      f"({summary.get('continued_from_tokens', 0):,} tokens before this run) |")
-    lines += [
-        f"| optimiser | AdamW, lr {config['learning_rate']}, betas {tuple(config['betas'])}, weight decay "
-        f"{config['weight_decay']}, {config['warmup_ratio']:.0%} warm-up then {config.get('schedule', 'linear')} "
-        f"decay, clip 1.0; dropout {config.get('dropout', 0.1)} during pre-training (0.1 in the saved configuration) |",
-        f"| precision | {config['mixed_precision']} autocast, float32 master weights; stored here in float16 |",
-        f"| hardware | {summary['device']} ({cpu_name()}); {summary['torch_threads']} torch thread(s) when the run "
-        f"finished (a resumed run may have used another number earlier); {summary['seconds'] / 60:.0f} minutes |",
-        f"| held-out MLM loss | {final['heldout_mlm_loss']:.3f} ({summary['eval_pairs']:,} held-out pairs) |",
-    ]
+    lines += [f"| optimiser | AdamW, lr {config['learning_rate']}, betas {tuple(config['betas'])}, weight decay "
+              f"{config['weight_decay']}, {schedule_words(config)}, clip 1.0; dropout {config.get('dropout', 0.1)} "
+              "during pre-training (0.1 in the saved configuration) |",
+              f"| precision | {config['mixed_precision']} autocast, float32 master weights; stored here in float16 |"]
+    if summary.get("stretches"):
+        lines.append(f"| hardware | {stretches_words(summary['stretches'])}; {summary['seconds'] / 60:.0f} minutes of "
+                     "training in all |")
+    else:
+        lines.append(f"| hardware | {summary['device']} ({cpu_name()}); {summary['torch_threads']} torch thread(s) when "
+                     f"the run finished (a resumed run may have used another number earlier); "
+                     f"{summary['seconds'] / 60:.0f} minutes |")
+    lines.append(f"| held-out MLM loss | {final['heldout_mlm_loss']:.3f} ({summary['eval_pairs']:,} held-out pairs) |")
     if "heldout_nsp_accuracy" in final:
         lines.append(f"| held-out NSP accuracy | {100 * final['heldout_nsp_accuracy']:.2f}% (chance 50%) |")
     if glue is not None and len(glue):
@@ -156,6 +162,77 @@ def model_card(name: str, summary: dict, glue: pd.DataFrame | None = None, mlm: 
                                           for k in ("mcc", "accuracy", "f1") if k in row and pd.notna(row[k]))
             for _, row in marked.iterrows())
         lines.append(f"| GLUE dev (fine-tuned, BERT recipe) | {scores} |")
+    recreate = (f"`python -m bertsent.training.long_run {summary['long_run']}`, stretch by stretch, then "
+                "`python -m bertsent.book run bert_long_run`" if summary.get("long_run")
+                else "`python -m bertsent.book run bert_pretraining`")
     lines += ["", "Load it with `transformers.AutoModel.from_pretrained(path)` or, in this repository, as the "
-              f"backbone `{name}`. Re-create it with the book's BERT chapter (`python -m bertsent.book run bert_pretraining`).", ""]
+              f"backbone `{name}`. Re-create it with the book's BERT chapter ({recreate}).", ""]
     return "\n".join(lines)
+
+
+def schedule_words(config: dict) -> str:
+    """The learning-rate schedule in words: BERT's warm-up and linear decay, or warmup-stable-decay (a long run's)."""
+    if config.get("schedule") == "wsd":
+        decay = (f"a linear decay to 0 over the last {config['decay_steps']:,} steps (from step {config['decay_start']:,})"
+                 if config.get("decay_start") is not None else "no decay")
+        return (f"{config['warmup_steps']:,}-step warm-up, then constant (warmup-stable-decay), {decay}; a stretch that "
+                "continued from saved weights with a fresh optimiser warmed up again, and a decay started before the "
+                "last one is in the stretch records")
+    return f"{config['warmup_ratio']:.0%} warm-up then {config.get('schedule', 'linear')} decay"
+
+
+def stretches_words(stretches: list[dict]) -> str:
+    """Where a long run's stretches ran: each stretch's steps, CPU, processes and tokens/s."""
+    return "; ".join(f"stretch {s['stretch']}: steps {s['start_step']:,}-{s['end_step']:,} on {s['cpu']}, "
+                     f"{s['processes']} process(es) of {s['threads_per_process']} thread, "
+                     f"{s['tokens_per_second']:,.0f} tokens/s" for s in stretches)
+
+
+def long_run_summary(record: dict) -> dict:
+    """A long run's committed record (:mod:`bertsent.training.long_run`'s ``record.json``) in the shape of a finished
+    pre-training's summary (``train.json``), which :func:`model_card` reads; ``stretches`` says where it ran."""
+    config, stretches = record["config"], record["stretches"]
+    return {"config": config, "final": record["last_evaluation"], "tokens": record["tokens"], "steps": record["step"],
+            "seconds": record["seconds"], "device": "cpu", "torch_threads": stretches[-1]["threads_per_process"],
+            "eval_pairs": config["eval_instances"], "long_run": record["run"], "stretches": stretches}
+
+
+LONG_RUN_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
+
+
+def publish_long_run(committed_dir: str | Path, target: str | Path, name: str, glue: pd.DataFrame | None = None,
+                     data_dir=None) -> Path:
+    """Publish a long run's committed weights (``models/training/<run>/``) as the plain BERT checkpoint ``target``
+    (``models/<name>/``): the same float16 weights file, a configuration that ``AutoModelForPreTraining`` reads, the
+    tokenizer, ``pretraining.json`` (:func:`long_run_summary`), the masked-LM tables measured on these weights
+    (:func:`~bertsent.evaluation.mlm.evaluate_checkpoint`) and the model card (with ``glue``, chosen GLUE dev scores).
+
+    When ``target`` already holds these weights, only the model card is written again (the stored tables are kept);
+    otherwise the files are staged beside it and moved in at once, so an interruption leaves the old copy whole."""
+    from .runs import published_mlm_tables, weights_digest
+
+    committed_dir, target = Path(committed_dir), Path(target)
+    missing = [f for f in LONG_RUN_FILES + ("record.json",) if not (committed_dir / f).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{committed_dir} lacks {', '.join(missing)}: no committed long run to publish. Fix: "
+                                f"train a stretch with `python -m bertsent.training.long_run {committed_dir.name} "
+                                "--minutes 60 --commit`, or check out the repository's models/training/ folder.")
+    summary = long_run_summary(json.loads((committed_dir / "record.json").read_text(encoding="utf-8")))
+    if (target / "pretraining.json").is_file() and weights_digest(target) == weights_digest(committed_dir):
+        folder = target
+    else:
+        folder = target.with_name(target.name + ".tmp")
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        for file in LONG_RUN_FILES:
+            shutil.copy2(committed_dir / file, folder / file)
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        config.update(architectures=["BertForPreTraining"], dtype="float32")  # float16 on disk, float32 when loaded
+        (folder / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    (folder / "pretraining.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    mlm = published_mlm_tables(folder, summary, data_dir=data_dir)
+    (folder / "README.md").write_text(model_card(name, summary, glue, mlm), encoding="utf-8")
+    if folder != target:
+        shutil.rmtree(target, ignore_errors=True)
+        folder.rename(target)
+    return target

@@ -542,7 +542,20 @@ def glue_search(model: ModelSource, task: str, learning_rates, data_dir=None, re
     return mark_chosen(pd.DataFrame(rows), task)
 
 
-def published_mlm_tables(target: Path, summary: dict) -> dict:
+def glue_searches(models: dict[str, ModelSource], tasks, learning_rates, data_dir=None, results_dir=None,
+                  max_train_examples: dict | None = None, **config) -> pd.DataFrame:
+    """:func:`glue_search` for every model (label -> :class:`ModelSource`) and task, in one table with a ``model``
+    column and each chosen run's majority-class mark (:func:`~bertsent.evaluation.glue.mark_majority_class`).
+    ``max_train_examples``: per task, a seeded subsample of its training set (absent: all of it)."""
+    from ..evaluation.glue import mark_majority_class
+
+    searches = [glue_search(model, task, learning_rates, data_dir, results_dir,
+                            max_train_examples=(max_train_examples or {}).get(task), **config).assign(model=label)
+                for label, model in models.items() for task in tasks]
+    return mark_majority_class(pd.concat(searches, ignore_index=True), data_dir)
+
+
+def published_mlm_tables(target: Path, summary: dict, data_dir=None) -> dict:
     """The masked-LM tables stored beside a published checkpoint (``mlm_accuracy.csv``, ``mlm_probes.csv``), or
     measured now on its weights (and stored) when absent."""
     accuracy, probes = target / "mlm_accuracy.csv", target / "mlm_probes.csv"
@@ -550,7 +563,7 @@ def published_mlm_tables(target: Path, summary: dict) -> dict:
         return {"accuracy": pd.read_csv(accuracy), "probes": pd.read_csv(probes)}
     from ..evaluation.mlm import evaluate_checkpoint
 
-    tables = evaluate_checkpoint(target, files=summary["config"].get("corpus_files"))
+    tables = evaluate_checkpoint(target, files=summary["config"].get("corpus_files"), data_dir=data_dir)
     tables["accuracy"].to_csv(accuracy, index=False)
     tables["probes"].to_csv(probes, index=False)
     return tables
