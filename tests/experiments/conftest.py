@@ -30,3 +30,23 @@ def fake_training(monkeypatch):
     monkeypatch.setattr(bertsent.training.self_guided, "train_self_guided", _fake_training(calls))
     monkeypatch.setattr(bertsent.data.sentences, "training_sentences", lambda *_: ["a", "b"])
     return calls
+
+
+def _committed_long_run(folder):
+    """A long run's committed folder as ``bertsent.training.long_run`` leaves it: a random BERT-tiny (weights, config,
+    tokenizer) and the smoke run's record and history."""
+    import shutil
+
+    from bertsent.training.pretraining import save_untrained
+
+    save_untrained("tiny", folder)
+    for name in ("record.json", "history.csv"):
+        shutil.copy(Path(__file__).resolve().parents[1] / "fixtures" / "training" / "long_run" / "smoke" / name,
+                    folder / name)
+    return folder
+
+
+@pytest.fixture
+def committed_long_run():
+    """Makes a long run's committed folder where it is asked (:func:`_committed_long_run`)."""
+    return _committed_long_run

@@ -137,3 +137,14 @@ def test_a_from_scratch_lever_is_compared_with_the_run_at_equal_tokens():
     text = equal_tokens_in_words("mini", table)
     assert text.startswith("BERT-tiny from scratch (bert-tiny-wsd, 9,000 tokens/s) reached 20.00% at [MASK]")
     assert "where mini had 6.00% and 6.500 after 1.6M." in text
+
+
+def test_the_glue_arms_of_a_long_run_are_its_weights_and_the_same_size_untrained(tmp_path, committed_long_run):
+    from bertsent.experiments.bert_long_run import glue_models
+
+    committed_long_run(tmp_path / "training" / "smoke")
+    models = glue_models("smoke", tmp_path / "training", cache_dir=tmp_path / "cache")
+    assert list(models) == ["pre-trained", "no pre-training"]
+    assert models["pre-trained"].key.startswith("weights-") and models["pre-trained"].locate() == tmp_path / "training" / "smoke"
+    assert models["no pre-training"].key.startswith("untrained-tiny-s0")
+    assert not (tmp_path / "cache").exists()  # made only when a fine-tuning needs it

@@ -52,3 +52,38 @@ def test_the_card_states_the_sequence_lengths_of_a_two_phase_run():
     card = model_card("bert-mini-wiki", two_phase)
     assert "the first 90% of the steps on pairs of at most 64 tokens, the rest at 128" in card
     assert "max length 128" not in card
+
+
+def test_a_long_run_is_published_with_its_stretches_and_reloads_as_bert_for_pretraining(tmp_path, monkeypatch,
+                                                                                         committed_long_run):
+    import json
+
+    import pytest
+    from transformers import AutoModelForPreTraining
+
+    from bertsent.experiments import runs
+    from bertsent.experiments.bert_publish import publish_long_run
+
+    measured = []
+    monkeypatch.setattr(runs, "published_mlm_tables",
+                        lambda folder, summary, data_dir=None: measured.append(folder) or mlm_tables(0.25))
+    with pytest.raises(FileNotFoundError, match="no committed long run to publish"):
+        publish_long_run(tmp_path / "nothing", tmp_path / "models" / "x", "x")
+    committed = committed_long_run(tmp_path / "training" / "smoke")
+    target = publish_long_run(committed, tmp_path / "models" / "bert-tiny-x", "bert-tiny-x")
+    card = (target / "README.md").read_text()
+    assert card.splitlines()[0].startswith("# bert-tiny-x: a 2-layer BERT pre-trained here on")
+    assert "warmup-stable-decay" in card and "stretch 1: steps 0-" in card
+    assert "python -m bertsent.training.long_run smoke" in card and "4.2 times the best constant guess" in card
+    assert json.loads((target / "config.json").read_text())["architectures"] == ["BertForPreTraining"]
+    assert json.loads((target / "pretraining.json").read_text())["long_run"] == "smoke"
+    model, info = AutoModelForPreTraining.from_pretrained(target, output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"]
+    assert not (target.parent / "bert-tiny-x.tmp").exists() and measured == [target.parent / "bert-tiny-x.tmp"]
+
+    weights = (target / "model.safetensors").stat().st_mtime_ns
+    glue = pd.DataFrame([{"task": "SST-2", "accuracy": 80.5}])
+    publish_long_run(committed, target, "bert-tiny-x", glue)  # the same weights: only the card is written again
+    assert (target / "model.safetensors").stat().st_mtime_ns == weights and measured[-1] == target
+    assert "SST-2 accuracy 80.5" in (target / "README.md").read_text()
+
