@@ -145,6 +145,10 @@ def test_bert_claims_from_the_glue_search(tmp_path):
     assert pretraining.loc["RTE", "claim"] == "pre-trained > no pre-training"
     assert pretraining.loc["RTE", "our_effect"] == pytest.approx(62.0 - 52.71)
     assert pretraining.loc["MRPC", "verdict"] == "at floor"  # both at the majority class
+    assert "bert/long_run_glue_claims.csv" not in tables  # the long-run page fine-tuned nothing
+    _pretraining_glue(tmp_path, "long_run_glue.csv")
+    long_run = overview.bert_claims(tmp_path)["bert/long_run_glue_claims.csv"].set_index("task")
+    assert long_run.loc["RTE", "our_effect"] == pytest.approx(62.0 - 52.71)
     _pretraining_glue(tmp_path, "glue_mini_gpu.csv")
     with pytest.raises(ValueError, match="several files match.*glue_mini_cpu.csv, glue_mini_gpu.csv"):
         overview.bert_claims(tmp_path)

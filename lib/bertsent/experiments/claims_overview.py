@@ -159,7 +159,9 @@ def bert_claims(inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataFra
     ``bert_pretraining``): the pre-trained model above the same architecture fine-tuned from random weights, per GLUE
     task. From ``bert/ablation_glue.csv`` (page ``bert_ablations``): the objective claims at the size that has
     several objectives (MLM+NSP > MLM > LTR, and each objective above the same size fine-tuned from random weights),
-    and the size claims (each larger MLM+NSP model above the next smaller one). Directions without a paper number,
+    and the size claims (each larger MLM+NSP model above the next smaller one). From ``bert/long_run_glue.csv``
+    (page ``bert_long_run``, when it fine-tuned the long run's model): that model above the same size untrained, per
+    GLUE task. Directions without a paper number,
     weighed against the dev-set noise, both runs at the majority class judged at floor
     (:func:`~bertsent.experiments.bert_ablations.compare_rows`). A table with no claim is left out."""
     from ..models.bert_pretraining import BERT_SIZES
@@ -189,7 +191,16 @@ def bert_claims(inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataFra
     stall = read_results("bert_stall_study", "bert/stall_study.csv", inputs_dir, per_page)
     floors = read_results("bert_stall_study", "bert/stall_study_floors.csv", inputs_dir, per_page)
     tables["bert/stall_study_claims.csv"] = floor_claims(stall, floors)
+    # the long run's model against the same size untrained: only where the page fine-tuned it (``published_run``;
+    # its smoke profile has no weights to fine-tune)
+    if _path("bert_long_run", LONG_RUN_GLUE, inputs_dir, per_page).is_file():
+        long_run = read_results("bert_long_run", LONG_RUN_GLUE, inputs_dir, per_page)
+        tables["bert/long_run_glue_claims.csv"] = compare_rows(glue_scores(long_run), long_run, "pre-trained",
+                                                               "no pre-training")
     return tables
+
+
+LONG_RUN_GLUE = "bert/long_run_glue.csv"
 
 
 def attention_pooling_claims(inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataFrame]:
