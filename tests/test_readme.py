@@ -65,6 +65,9 @@ def test_readme_headline_numbers_are_the_committed_results():
     assert f"{long_run['score']:.2f}% at [MASK] against {long_run['reference']:.2f}% for the best constant" in bert
     tiny = pd.read_csv(RESULTS_DIR / "bert" / "long_run_equal_tokens.csv").set_index("lever").loc["bert-tiny-wsd"]
     assert f"{tiny['mask_accuracy']:.2f}% at [MASK] after {tiny['tokens_millions']:.1f}M tokens" in bert
+    glue = pd.read_csv(RESULTS_DIR / "bert" / "long_run_glue_claims.csv")
+    assert "GLUE dev: " + ", ".join(f"{row.task} {row.our_effect:+.1f}" for row in glue.itertuples()) in bert
+    assert set(glue["verdict"]) == {"within noise"}  # what the sentence says of all four
 
     frozen = pd.read_csv(RESULTS_DIR / "attention_pooling" / "frozen_summary.csv").set_index(["backbone", "pooling"])
     pooling = chapter_line("Attention pooling")
