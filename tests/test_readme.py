@@ -49,6 +49,11 @@ def test_readme_headline_numbers_are_the_committed_results():
     assert f"whitening ({spread('gemma-3-270m', 'whitening', 'stsb_all')['avg']:.1f})" in sg
     mini = spread("bert-mini-wiki", "sg_opt", "stsb_train")["avg"]
     assert f"({spread('bert-mini-wiki', 'cls', '-')['avg']:.1f} to {mini:.1f})" in sg
+    tiny = spread("bert-tiny-wiki", "sg_opt", "stsb_train")
+    assert f"({spread('bert-tiny-wiki', 'cls', '-')['avg']:.1f} to {tiny['avg']:.1f}, {int(tiny['seeds'])} seeds" in sg
+    assert f"whitening {spread('bert-tiny-wiki', 'whitening', 'stsb_all')['avg']:.1f})" in sg
+    claims = pd.read_csv(RESULTS_DIR / "sts_main_claims.csv").set_index(["claim", "backbone", "train_data"])
+    assert claims.loc[("sg_opt > cls", "bert-tiny-wiki", "stsb_train"), "verdict"] == "within noise"
 
     methods = pd.read_csv(RESULTS_DIR / "isotropy" / "methods.csv").set_index(["backbone", "method"])
     geometry = chapter_line("Geometry")
