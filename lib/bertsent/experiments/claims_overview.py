@@ -299,7 +299,7 @@ CHAPTERS = {
     "sg-opt": Chapter(sg_opt_claims, ("layer_pooling", "sts_baselines", "sg_opt_sts", "sg_opt_transfer",
                                       "sg_opt_ablations", "sg_opt_domain", "sg_opt_cost")),
     "geometry": Chapter(geometry_claims_overview, ("isotropy",)),
-    "bert": Chapter(bert_claims, ("bert_pretraining", "bert_ablations", "bert_stall_study"), ("train_data", "run")),
+    "bert": Chapter(bert_claims, ("bert_pretraining", "bert_ablations", "bert_stall_study", "bert_long_run"), ("train_data", "run")),
     "attention-pooling": Chapter(attention_pooling_claims, ("attention_pooling_ablation", "attention_pooling_layers",
                                                             "attention_pooling_search",
                                                             "attention_pooling_frozen")),
