@@ -325,7 +325,7 @@ BACKBONE_PARAMETERS = {"backbone", "backbones", "trained_backbones", "histogram_
 # lists that must not be empty (others, e.g. probe_tasks, may be: that part of the page is off)
 NON_EMPTY_LISTS = {"backbones", "seeds", "methods", "datasets", "glue_tasks", "tasks", "train_sets", "temperatures",
                    "learning_rates", "main_seeds", "variants", "objectives", "recipes", "sizes", "lambdas",
-                   "lambda_seeds", "reference_seeds", "main_poolings", "train_data"}
+                   "lambda_seeds", "glue_seeds", "reference_seeds", "main_poolings", "train_data"}
 # list parameters whose items are names the notebook knows: the default's and the profiles' items
 CLOSED_LISTS = {"methods", "modes", "deep_modes", "objectives"}
 

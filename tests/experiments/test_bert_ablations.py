@@ -68,3 +68,26 @@ def test_run_label_names_size_and_objective():
     from bertsent.experiments.bert_ablations import run_label
 
     assert run_label("tiny", "mlm_nsp") == "tiny mlm_nsp"
+
+
+def test_seeded_glue_claims_weigh_the_seed_spread_with_t_and_the_dev_set():
+    import pandas as pd
+
+    from bertsent.experiments.bert_ablations import compare_seeded
+    from bertsent.report.claims import Side, binomial_evaluation, seed_noise
+
+    rows = [{"model": "big", "task": "RTE", "accuracy": a, "dev_examples": 277, "at_majority_class": False}
+            for a in (60.0, 62.0, 64.0)]
+    rows += [{"model": "small", "task": "RTE", "accuracy": a, "dev_examples": 277, "at_majority_class": False}
+             for a in (55.0, 56.0, 57.0)]
+    rows += [{"model": m, "task": "MRPC", "accuracy": 68.38, "dev_examples": 408, "at_majority_class": True}
+             for m in ("big", "small") for _ in range(2)]
+    claims = compare_seeded(pd.DataFrame(rows), "big", "small").set_index("task")
+    expected = seed_noise(Side(2.0, 3), Side(1.0, 3), evaluation=binomial_evaluation(277, 59.0)).tolerance
+    assert claims.loc["RTE", "our_effect"] == pytest.approx(6.0)
+    assert claims.loc["RTE", "tolerance"] == pytest.approx(expected)
+    assert expected > 1.96 * (4 / 3 + 1 / 3) ** 0.5  # the t quantile at about 3 df, not the normal one
+    # RTE's 277 dev examples alone give a standard error of about 4.2 points: 6 points is within the noise
+    assert 12 < expected < 16 and claims.loc["RTE", "verdict"] == "within noise"
+    assert claims.loc["RTE", "seeds"] == "3 vs 3" and claims.loc["RTE", "score_sd"] == pytest.approx(2.0)
+    assert claims.loc["MRPC", "verdict"] == "at floor"  # every seed of both sides predicts one class

@@ -361,3 +361,31 @@ def test_a_verdict_rule_bump_changes_no_run_key_or_stored_measurement(monkeypatc
 
     monkeypatch.setattr(runs, "method_versions", other_bump)
     assert runs.evaluation_settings(module, pairs=10)["methods"] != before[0]
+
+
+def test_glue_seeds_rerun_the_chosen_learning_rate_and_reuse_the_search_seed(monkeypatch, tmp_path):
+    import bertsent.evaluation.glue as glue_evaluation
+    import bertsent.training.glue as glue
+
+    calls = []
+
+    def finetune(model_path, task, config, data_dir=None, history=None, **_):
+        calls.append((config.learning_rate, config.seed, config.max_train_examples))
+        score = 60.0 + config.learning_rate * 1e5 + config.seed
+        history += [{"step": 0, "loss": None, "dev": 50.0}, {"step": 3, "loss": 0.6, "dev": score}]
+        return {"task": task, "learning_rate": config.learning_rate, "seed": config.seed, "accuracy": score,
+                "train_seconds": 1.0, "dev_examples": 277}
+
+    monkeypatch.setattr(glue, "finetune_glue", finetune)
+    monkeypatch.setattr(glue_evaluation, "majority_class_scores", lambda task, data_dir=None, n=None: {"accuracy": 52.7})
+    models = {"pre-trained": runs.ModelSource("weights-a", lambda: tmp_path)}
+    searches = runs.glue_searches(models, ["RTE"], [5e-5, 2e-5], results_dir=tmp_path, epochs=1,
+                                  max_train_examples={"RTE": 100})
+    assert len(calls) == 2
+    seeded = runs.glue_seeded(models, searches, [0, 1, 2], results_dir=tmp_path, epochs=1,
+                              max_train_examples={"RTE": 100})
+    # seed 0 at 5e-5 is the search's own run, read back: only seeds 1 and 2 are trained, at the chosen rate
+    assert calls[2:] == [(5e-5, 1, 100), (5e-5, 2, 100)]
+    assert seeded["seed"].tolist() == [0, 1, 2] and set(seeded["model"]) == {"pre-trained"}
+    assert seeded["accuracy"].tolist() == pytest.approx([65.0, 66.0, 67.0])
+    assert not seeded["at_majority_class"].any()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..report.claims import claims_table, dev_set_noise, floor_sides, judge
+from ..report.claims import Side, binomial_evaluation, claims_table, dev_set_noise, floor_sides, judge, seed_noise
 from ..training.glue import TASK_METRICS
 from ..training.pretraining import PROFILES, PretrainingConfig
 
@@ -71,3 +71,47 @@ def compare_rows(scores: pd.DataFrame, searches: pd.DataFrame, better: str, wors
                           **floor_sides(*at_floor, "majority class"),
                           task=task, score=score, compared_with=compared_with))
     return claims_table(rows)
+
+
+def compare_seeded(seeded: pd.DataFrame, better: str, worse: str) -> pd.DataFrame:
+    """For each task, the claim "``better`` scores above ``worse``" on the mean over fine-tuning seeds
+    (:func:`~bertsent.experiments.runs.glue_seeded`'s table: one row per model, task and seed), as a claims table
+    with ``task``, ``score`` and ``compared_with`` (the two means) and ``score_sd`` / ``compared_with_sd``.
+
+    The noise is :func:`bertsent.report.claims.seed_noise`: Student's t at the Welch degrees of freedom of the two
+    seed spreads, times the standard error of the difference of means, the dev set's own binomial (MCC: 1/sqrt(n))
+    noise included. A side is at the majority class when every one of its seeds is; both at it: ``at floor``.
+    """
+    rows = []
+    for task in [t for t in dict.fromkeys(seeded["task"]) if t in TASK_METRICS]:
+        metric = TASK_METRICS[task][1]
+        runs = seeded[seeded["task"] == task]
+        sides = [runs[runs["model"] == label] for label in (better, worse)]
+        if any(side.empty for side in sides):
+            continue
+        means = [float(side[metric].mean()) for side in sides]
+        evaluation = binomial_evaluation(int(runs["dev_examples"].iloc[0]), sum(means) / 2, metric)
+        noise = seed_noise(*(Side(float(side[metric].std(ddof=1)) if len(side) > 1 else 0.0, len(side))
+                             for side in sides), evaluation=evaluation)
+        at_floor = [bool(side["at_majority_class"].all()) if "at_majority_class" in side else False
+                    for side in sides]
+        rows.append(judge(f"{better} > {worse}", means[0] - means[1], None, noise,
+                          **floor_sides(*at_floor, "majority class"), task=task, score=means[0],
+                          compared_with=means[1], score_sd=float(sides[0][metric].std(ddof=1)),
+                          compared_with_sd=float(sides[1][metric].std(ddof=1))))
+    return claims_table(rows)
+
+
+def seeded_means(seeded: pd.DataFrame) -> pd.DataFrame:
+    """:func:`~bertsent.experiments.runs.glue_seeded`'s fine-tunings summarised per model and task: the mean of each
+    metric over the seeds, the main metric's standard deviation (``sd``), the number of ``seeds``, the learning rate,
+    the mean training seconds, and ``at_majority_class`` where every seed predicts one class."""
+    metrics = [m for m in ("mcc", "accuracy", "f1") if m in seeded]
+    rows = []
+    for (model, task), runs in seeded.groupby(["model", "task"], sort=False):
+        main = TASK_METRICS[task][1]
+        rows.append({"model": model, "task": task, **{m: runs[m].mean() for m in metrics if runs[m].notna().any()},
+                     "sd": runs[main].std(ddof=1), "seeds": len(runs), "learning_rate": runs["learning_rate"].iloc[0],
+                     "at_majority_class": bool(runs["at_majority_class"].all()),
+                     "train_seconds": runs["train_seconds"].mean()})
+    return pd.DataFrame(rows)

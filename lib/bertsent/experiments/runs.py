@@ -555,6 +555,26 @@ def glue_searches(models: dict[str, ModelSource], tasks, learning_rates, data_di
     return mark_majority_class(pd.concat(searches, ignore_index=True), data_dir)
 
 
+
+def glue_seeded(models: dict[str, ModelSource], searches: pd.DataFrame, seeds, data_dir=None, results_dir=None,
+                max_train_examples: dict | None = None, **config) -> pd.DataFrame:
+    """Each (model, task)'s chosen learning rate in :func:`glue_searches`' table fine-tuned again with every seed of
+    ``seeds`` (a seed the search used is read back from the run store, not trained again): one row per fine-tuning,
+    with ``model``, ``seed`` and the majority-class mark. The search picks the learning rate on one seed; the seeds
+    measure how much the chosen recipe's score moves with the initialisation of the head and the data order alone.
+    ``config``: the search's other :class:`~bertsent.training.glue.GlueConfig` fields (epochs, ...)."""
+    from ..evaluation.glue import mark_majority_class
+    from ..training.glue import GlueConfig
+
+    rows = []
+    for chosen in searches[searches["chosen"]].itertuples():
+        for seed in seeds:
+            glue_config = GlueConfig(learning_rate=float(chosen.learning_rate), seed=int(seed),
+                                     max_train_examples=(max_train_examples or {}).get(chosen.task), **config)
+            rows.append({**glue_finetuning(models[chosen.model], chosen.task, glue_config, data_dir, results_dir),
+                         "model": chosen.model})
+    return mark_majority_class(pd.DataFrame(rows), data_dir)
+
 def published_mlm_tables(target: Path, summary: dict, data_dir=None) -> dict:
     """The masked-LM tables stored beside a published checkpoint (``mlm_accuracy.csv``, ``mlm_probes.csv``), or
     measured now on its weights (and stored) when absent."""
