@@ -55,6 +55,16 @@ def test_figure1_checks_on_a_hand_made_grid():
 
 
 
+def test_figure1_checks_on_a_two_layer_bert_take_its_first_layer_as_the_shallow_one():
+    from bertsent.experiments.sts_tables import figure1_checks
+
+    grid = pd.DataFrame({"cls": [float("nan"), 10.0, 70.0], "mean": [50.0, 40.0, 45.0]}, index=range(3))
+    checks = figure1_checks(grid)  # layers 1-3 asked for; layer 2 is the last, layer 3 does not exist
+    assert checks["best_shallow"] == {"layer": 1, "pooling": "mean", "spearman": 40.0}
+    with pytest.raises(ValueError, match="no shallow layer"):
+        figure1_checks(grid.loc[[0, 2]])
+
+
 def test_figure1_checks_reads_a_causal_backbones_last_token_as_its_cls():
     from bertsent.experiments.sts_tables import figure1_checks
 

@@ -147,13 +147,18 @@ def figure1_checks(grid: pd.DataFrame, shallow_layers=(1, 2, 3), sentence_poolin
     last layer's [CLS] among all defined cells (1 = best), the best shallow-layer cell, and at how many layers
     [CLS] is the weakest pooling. ``sentence_pooling``: the readout that stands for [CLS] (``"last"`` for a causal
     backbone: :func:`~bertsent.encode.causal_pooling.sentence_token_pooling`); the keys keep the name ``cls``.
+    The shallow layers are those of ``shallow_layers`` below the grid's last layer (a 2-layer BERT: layer 1 only).
     """
+    shallow_layers = [layer for layer in shallow_layers if layer in grid.index and layer < grid.index.max()]
+    if not shallow_layers:
+        raise ValueError(f"The grid's layers ({', '.join(map(str, grid.index))}) have no shallow layer below the last "
+                         "one; pass shallow_layers that the backbone has.")
     if sentence_pooling not in grid.columns:
         raise ValueError(f"The grid has no {sentence_pooling!r} column (it has {', '.join(grid.columns)}); pass the "
                          "backbone's sentence readout as sentence_pooling.")
     cells = grid.stack().dropna()
     last_cls = float(grid.loc[grid.index.max(), sentence_pooling])
-    shallow = grid.loc[list(shallow_layers)].stack().dropna()
+    shallow = grid.loc[shallow_layers].stack().dropna()
     defined_cls = grid[sentence_pooling].dropna().index
     return {
         **grid_extremes(grid),
