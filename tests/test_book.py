@@ -907,3 +907,29 @@ def test_a_build_of_every_page_renders_a_held_page_as_committed_unless_asked(tmp
 if __name__ == "__main__":  # .venv/bin/python -m tests.test_book: measure the spread, write SMOKE_TOLERANCES
     SMOKE_TOLERANCES.write_text(json.dumps(measure_smoke_spread(), indent=1, sort_keys=True) + "\n")
     print(f"wrote {SMOKE_TOLERANCES}")
+
+
+def test_status_counts_an_edited_profile_as_a_change_of_parameters(tmp_path, monkeypatch):
+    import copy
+
+    config = load_config()
+    name = "contrastive_in_ten_minutes"
+    entry = config["notebooks"][name]
+    output = tmp_path / "executed.ipynb"
+    output.write_text("{}")
+    config["notebooks"][name] = {**entry, "output": str(output)}
+    monkeypatch.setattr(book, "RUNS_DIR", tmp_path)
+    parameters = book.resolve_parameters(name, "quick", config=config)
+    record = {"fingerprint": book.run_fingerprint(REPO_ROOT / entry["source"], parameters), "profile": "quick",
+              "finished": "now", "outputs": [], "parameters": parameters,
+              "inputs": book.page_inputs(REPO_ROOT / entry["source"], parameters)}
+    (tmp_path / f"{name}.json").write_text(json.dumps(record))
+    fresh, words = book.page_status(name, config)
+    assert fresh, words
+    edited = copy.deepcopy(config)
+    edited["profiles"]["quick"][name] = {"steps": 7}  # the profile now asks for something else than the record
+    fresh, words = book.page_status(name, edited)
+    assert not fresh and words == "its parameters changed", words
+    edited["profiles"]["quick"][name] = {"no_such_parameter": 1}
+    fresh, words = book.page_status(name, edited)
+    assert not fresh and words.startswith("its profile no longer resolves"), words

@@ -931,8 +931,9 @@ def mark_held_page(name: str, config: dict | None = None) -> bool:
 
 def page_status(name: str, config: dict | None = None) -> tuple[bool, str]:
     """Whether the committed page ``name`` is up to date, without running anything: its run record's fingerprint
-    against the one its source, recorded parameters, data manifest and method versions give now, and its
-    outputs present. Returns (up to date, in words)."""
+    against the one its source, the parameters its recorded profile resolves to now (``notebooks/profiles.yml``
+    as it is, so an edited profile counts), data manifest and method versions give now, and its outputs present.
+    Returns (up to date, in words)."""
     config = config or load_config()
     entry = config["notebooks"][name]
     source, output = REPO_ROOT / entry["source"], REPO_ROOT / entry["output"]
@@ -940,7 +941,11 @@ def page_status(name: str, config: dict | None = None) -> tuple[bool, str]:
     if not record_path.is_file():
         return False, "no run record"
     record = json.loads(record_path.read_text())
-    inputs = page_inputs(source, record.get("parameters", {}), tuple(entry.get("reads", ())))
+    try:
+        parameters = resolve_parameters(name, record.get("profile", "quick"), None, config)
+    except ParameterError as error:
+        return False, f"its profile no longer resolves: {error}"
+    inputs = page_inputs(source, parameters, tuple(entry.get("reads", ())))
     fingerprint = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
     if not (output.is_file() and all((REPO_ROOT / p).is_file() for p in record.get("outputs", []))):
         return False, "its outputs are missing"
