@@ -592,10 +592,12 @@ def run_notebook(name: str, profile: str = "quick", overrides: dict | None = Non
     versions = method_versions(notebook_modules(source))
     fingerprint = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()  # = run_fingerprint
     record_path = RUNS_DIR / f"{name}.json"
+    weights = repository_model_weights(parameters)
     if canonical and not force and record_path.is_file():
         record = json.loads(record_path.read_text())
         outputs_present = output.is_file() and all((REPO_ROOT / p).is_file() for p in record.get("outputs", []))
-        runs_changed = stored_runs_changed(record, source) if outputs_present else None
+        runs_changed = (stored_runs_changed(record, source) or model_weights_changed(record, weights)
+                        if outputs_present else None)
         if record.get("fingerprint") == fingerprint and outputs_present and not runs_changed:
             log(f"{name}: up to date (profile {record['profile']}, run {record['finished']}); reusing its results")
             return output
@@ -670,7 +672,7 @@ def run_notebook(name: str, profile: str = "quick", overrides: dict | None = Non
                 "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "seconds": round(seconds, 1),
                 "outputs": sorted(str(p.relative_to(REPO_ROOT))
                                   for p in _outputs_of(tmp_output if canonical else output, staging)),
-                "inputs": inputs, "method_versions": versions, "stored_runs": stored_runs,
+                "inputs": inputs, "method_versions": versions, "stored_runs": stored_runs, "model_weights": weights,
                 "library_files": [str(p.relative_to(REPO_ROOT)) for p in library_files(source)],
                 "versions": {"python": sys.version.split()[0], "torch": torch.__version__, "transformers": transformers.__version__},
             }
@@ -850,6 +852,31 @@ def _read_log(path: Path) -> dict:
     return {name: digest.strip() for name, digest in sorted(found.items())}
 
 
+def repository_model_weights(parameters: dict) -> dict[str, str]:
+    """The sha256 of the weights of every model in the repository's ``models/`` that a page's backbone parameters
+    name. A model published again under the same name (``bert-tiny-wiki`` after more pre-training) changes what the
+    page computes while its name, the page's code and its parameters stay as they were; the run record keeps these
+    digests (``model_weights``) so that the page then counts as out of date."""
+    from .experiments.runs import weights_digest
+
+    names = set()
+    for key in BACKBONE_PARAMETERS:
+        value = parameters.get(key)
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and (REPO_ROOT / "models" / item / "config.json").is_file():
+                names.add(item)
+    return {name: weights_digest(REPO_ROOT / "models" / name) for name in sorted(names)}
+
+
+def model_weights_changed(record: dict, weights: dict[str, str]) -> str | None:
+    """Which repository model named by the page has other weights than when its record was made, in words (None:
+    none, or a record made before records kept the digests)."""
+    changed = [name for name, digest in record.get("model_weights", {}).items() if weights.get(name, digest) != digest]
+    if not changed:
+        return None
+    return ", ".join(f"models/{name}" for name in changed) + " holds other weights than when it ran"
+
+
 def stored_runs_changed(record: dict, source: Path) -> str | None:
     """Why a page's stored runs no longer match its record, in words (None: they match).
 
@@ -951,7 +978,8 @@ def page_status(name: str, config: dict | None = None) -> tuple[bool, str]:
         return False, "its outputs are missing"
     if record.get("fingerprint") != fingerprint:
         return False, _stale_reason(record, inputs, method_versions(notebook_modules(source)))
-    runs_changed = stored_runs_changed(record, source)
+    runs_changed = stored_runs_changed(record, source) or model_weights_changed(record,
+                                                                                repository_model_weights(parameters))
     if runs_changed:
         return False, runs_changed
     return True, f"up to date (profile {record['profile']}, run {record['finished']})"

@@ -149,6 +149,13 @@ def test_bert_claims_from_the_glue_search(tmp_path):
     _pretraining_glue(tmp_path, "long_run_glue.csv")
     long_run = overview.bert_claims(tmp_path)["bert/long_run_glue_claims.csv"].set_index("task")
     assert long_run.loc["RTE", "our_effect"] == pytest.approx(62.0 - 52.71)
+    # with the page's seeds at the chosen rates, the claims are on their means and spreads (compare_seeded)
+    pd.DataFrame([{"model": m, "task": "RTE", "accuracy": a, "seed": s, "at_majority_class": False,
+                   "dev_examples": 277} for m, values in (("pre-trained", (60.0, 62.0, 64.0)),
+                                                          ("no pre-training", (52.0, 53.0, 54.0)))
+                  for s, a in enumerate(values)]).to_csv(tmp_path / "bert" / "long_run_glue_seeds.csv", index=False)
+    seeded = overview.bert_claims(tmp_path)["bert/long_run_glue_claims.csv"].set_index("task")
+    assert seeded.loc["RTE", "our_effect"] == pytest.approx(9.0) and seeded.loc["RTE", "seeds"] == "3 vs 3"
     _pretraining_glue(tmp_path, "glue_mini_gpu.csv")
     with pytest.raises(ValueError, match="several files match.*glue_mini_cpu.csv, glue_mini_gpu.csv"):
         overview.bert_claims(tmp_path)
