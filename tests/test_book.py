@@ -933,3 +933,29 @@ def test_status_counts_an_edited_profile_as_a_change_of_parameters(tmp_path, mon
     edited["profiles"]["quick"][name] = {"no_such_parameter": 1}
     fresh, words = book.page_status(name, edited)
     assert not fresh and words.startswith("its profile no longer resolves"), words
+
+
+def test_a_repository_model_published_again_makes_its_pages_out_of_date(tmp_path, monkeypatch):
+    config = load_config()
+    name = "sg_opt_ablations"  # its backbone, bert-tiny-wiki, is a model kept in the repository's models/
+    entry = config["notebooks"][name]
+    output = tmp_path / "executed.ipynb"
+    output.write_text("{}")
+    config["notebooks"][name] = {**entry, "output": str(output)}
+    monkeypatch.setattr(book, "RUNS_DIR", tmp_path)
+    parameters = book.resolve_parameters(name, "quick", config=config)
+    weights = book.repository_model_weights(parameters)
+    assert list(weights) == ["bert-tiny-wiki"] and len(weights["bert-tiny-wiki"]) == 16  # sha256, shortened
+    assert book.repository_model_weights({"backbones": ["all-minilm-l6-v2"]}) == {}  # a hub model: pinned elsewhere
+    record = {"fingerprint": book.run_fingerprint(REPO_ROOT / entry["source"], parameters), "profile": "quick",
+              "finished": "now", "outputs": [], "parameters": parameters, "stored_runs": {},
+              "inputs": book.page_inputs(REPO_ROOT / entry["source"], parameters), "model_weights": weights}
+    (tmp_path / f"{name}.json").write_text(json.dumps(record))
+    assert book.page_status(name, config)[0]
+    record["model_weights"] = {"bert-tiny-wiki": "0" * 16}  # the weights it ran with were others
+    (tmp_path / f"{name}.json").write_text(json.dumps(record))
+    fresh, words = book.page_status(name, config)
+    assert not fresh and words == "models/bert-tiny-wiki holds other weights than when it ran", words
+    del record["model_weights"]  # a record from before records kept them: nothing to compare
+    (tmp_path / f"{name}.json").write_text(json.dumps(record))
+    assert book.page_status(name, config)[0]

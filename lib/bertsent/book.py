@@ -853,7 +853,7 @@ def _read_log(path: Path) -> dict:
 
 
 def repository_model_weights(parameters: dict) -> dict[str, str]:
-    """The sha256 of the weights of every model in the repository's ``models/`` that a page's backbone parameters
+    """The (shortened) sha256 of the weights of every model in the repository's ``models/`` that a page's backbone parameters
     name. A model published again under the same name (``bert-tiny-wiki`` after more pre-training) changes what the
     page computes while its name, the page's code and its parameters stay as they were; the run record keeps these
     digests (``model_weights``) so that the page then counts as out of date."""
