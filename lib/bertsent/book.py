@@ -857,7 +857,7 @@ def repository_model_weights(parameters: dict) -> dict[str, str]:
     name. A model published again under the same name (``bert-tiny-wiki`` after more pre-training) changes what the
     page computes while its name, the page's code and its parameters stay as they were; the run record keeps these
     digests (``model_weights``) so that the page then counts as out of date."""
-    from .experiments.runs import weights_digest
+    from .experiments.store import weights_digest
 
     names = set()
     for key in BACKBONE_PARAMETERS:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
@@ -27,7 +26,8 @@ from ..paths import CACHE_DIR, REPO_ROOT
 from ..report.io import write_csv_atomic, write_json_atomic
 from ..training.self_guided import SelfGuidedConfig
 from ..versions import manifest_digest, method_versions, versions_digest
-from .store import MANIFEST, StoredRun, StoreError, digest_of, manifest_problem, run_key, write_manifest
+from .store import (MANIFEST, StoredRun, StoreError, digest_of, manifest_problem, run_key, weights_digest,
+                    write_manifest)
 
 METHOD_VERSION = 1  # bump when the maths changes (here: the readout scored by trained_transfer_scores)
 
@@ -57,21 +57,6 @@ def path_versions(path: tuple[str, ...]) -> dict:
     """The method versions of a training path and their digest (what enters a run key)."""
     versions = measurement_versions(path)
     return {"digest": versions_digest(versions), "modules": versions}
-
-
-@lru_cache(maxsize=None)
-def _weights_digest(directory: str, stamp: str) -> str:
-    from ..report.io import sha256_of
-
-    weights = sorted(Path(directory).glob("*.safetensors")) or sorted(Path(directory).glob("*.bin"))
-    return digest_of([(w.name, sha256_of(w)) for w in weights])[:16]
-
-
-def weights_digest(directory: Path) -> str:
-    """sha256 of a model directory's weight files (cached per process while the files are unchanged)."""
-    weights = sorted(Path(directory).glob("*.safetensors")) + sorted(Path(directory).glob("*.bin"))
-    stamp = ";".join(f"{w.name}:{w.stat().st_size}:{w.stat().st_mtime_ns}" for w in weights)
-    return _weights_digest(str(directory), stamp)
 
 
 def backbone_identity(backbone: str) -> dict:

@@ -41,6 +41,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
@@ -59,6 +60,21 @@ def store_root(results_dir=None) -> Path:
 def digest_of(payload) -> str:
     """sha256 (hex) of a JSON-serialisable value, keys sorted."""
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@lru_cache(maxsize=None)
+def _weights_digest(directory: str, stamp: str) -> str:
+    weights = sorted(Path(directory).glob("*.safetensors")) or sorted(Path(directory).glob("*.bin"))
+    return digest_of([(w.name, sha256_of(w)) for w in weights])[:16]
+
+
+def weights_digest(directory: Path) -> str:
+    """sha256 of a model directory's weight files (cached per process while the files are unchanged). It lives here,
+    beside the other digests, so that the book runner can read it without importing the run helpers (which would
+    put them on every training path that checks its parameters through the runner)."""
+    weights = sorted(Path(directory).glob("*.safetensors")) + sorted(Path(directory).glob("*.bin"))
+    stamp = ";".join(f"{w.name}:{w.stat().st_size}:{w.stat().st_mtime_ns}" for w in weights)
+    return _weights_digest(str(directory), stamp)
 
 
 def run_key(readable: str, identity: dict, length: int = 10) -> str:
