@@ -904,16 +904,10 @@ def test_a_build_of_every_page_renders_a_held_page_as_committed_unless_asked(tmp
     assert book.main(["run", "--include-held"]) == 0 and len(ran) == 2
 
 
-if __name__ == "__main__":  # .venv/bin/python -m tests.test_book: measure the spread, write SMOKE_TOLERANCES
-    SMOKE_TOLERANCES.write_text(json.dumps(measure_smoke_spread(), indent=1, sort_keys=True) + "\n")
-    print(f"wrote {SMOKE_TOLERANCES}")
-
-
-def test_status_counts_an_edited_profile_as_a_change_of_parameters(tmp_path, monkeypatch):
-    import copy
-
+def _recorded_page(name: str, tmp_path, monkeypatch, **record_fields) -> tuple[dict, dict, Path]:
+    """Page ``name`` with an executed copy and a run record in ``tmp_path``, made from its quick profile as it is
+    now: (the config that points at them, the record, the record's path); ``record_fields`` join the record."""
     config = load_config()
-    name = "contrastive_in_ten_minutes"
     entry = config["notebooks"][name]
     output = tmp_path / "executed.ipynb"
     output.write_text("{}")
@@ -922,8 +916,17 @@ def test_status_counts_an_edited_profile_as_a_change_of_parameters(tmp_path, mon
     parameters = book.resolve_parameters(name, "quick", config=config)
     record = {"fingerprint": book.run_fingerprint(REPO_ROOT / entry["source"], parameters), "profile": "quick",
               "finished": "now", "outputs": [], "parameters": parameters,
-              "inputs": book.page_inputs(REPO_ROOT / entry["source"], parameters)}
-    (tmp_path / f"{name}.json").write_text(json.dumps(record))
+              "inputs": book.page_inputs(REPO_ROOT / entry["source"], parameters), **record_fields}
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(record))
+    return config, record, path
+
+
+def test_status_counts_an_edited_profile_as_a_change_of_parameters(tmp_path, monkeypatch):
+    import copy
+
+    name = "contrastive_in_ten_minutes"
+    config, _, _ = _recorded_page(name, tmp_path, monkeypatch)
     fresh, words = book.page_status(name, config)
     assert fresh, words
     edited = copy.deepcopy(config)
@@ -936,26 +939,22 @@ def test_status_counts_an_edited_profile_as_a_change_of_parameters(tmp_path, mon
 
 
 def test_a_repository_model_published_again_makes_its_pages_out_of_date(tmp_path, monkeypatch):
-    config = load_config()
     name = "sg_opt_ablations"  # its backbone, bert-tiny-wiki, is a model kept in the repository's models/
-    entry = config["notebooks"][name]
-    output = tmp_path / "executed.ipynb"
-    output.write_text("{}")
-    config["notebooks"][name] = {**entry, "output": str(output)}
-    monkeypatch.setattr(book, "RUNS_DIR", tmp_path)
-    parameters = book.resolve_parameters(name, "quick", config=config)
+    parameters = book.resolve_parameters(name, "quick")
     weights = book.repository_model_weights(parameters)
     assert list(weights) == ["bert-tiny-wiki"] and len(weights["bert-tiny-wiki"]) == 16  # sha256, shortened
     assert book.repository_model_weights({"backbones": ["all-minilm-l6-v2"]}) == {}  # a hub model: pinned elsewhere
-    record = {"fingerprint": book.run_fingerprint(REPO_ROOT / entry["source"], parameters), "profile": "quick",
-              "finished": "now", "outputs": [], "parameters": parameters, "stored_runs": {},
-              "inputs": book.page_inputs(REPO_ROOT / entry["source"], parameters), "model_weights": weights}
-    (tmp_path / f"{name}.json").write_text(json.dumps(record))
+    config, record, path = _recorded_page(name, tmp_path, monkeypatch, stored_runs={}, model_weights=weights)
     assert book.page_status(name, config)[0]
     record["model_weights"] = {"bert-tiny-wiki": "0" * 16}  # the weights it ran with were others
-    (tmp_path / f"{name}.json").write_text(json.dumps(record))
+    path.write_text(json.dumps(record))
     fresh, words = book.page_status(name, config)
     assert not fresh and words == "models/bert-tiny-wiki holds other weights than when it ran", words
     del record["model_weights"]  # a record from before records kept them: nothing to compare
-    (tmp_path / f"{name}.json").write_text(json.dumps(record))
+    path.write_text(json.dumps(record))
     assert book.page_status(name, config)[0]
+
+
+if __name__ == "__main__":  # .venv/bin/python -m tests.test_book: measure the spread, write SMOKE_TOLERANCES
+    SMOKE_TOLERANCES.write_text(json.dumps(measure_smoke_spread(), indent=1, sort_keys=True) + "\n")
+    print(f"wrote {SMOKE_TOLERANCES}")
