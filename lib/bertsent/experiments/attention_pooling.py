@@ -93,6 +93,21 @@ class Run:
     def stored(self):
         return self._locate()[0]
 
+    @property
+    def key(self) -> str:
+        """The run's key in the store (its training identity), computed without training anything."""
+        from .runs import attention_run_key
+
+        return attention_run_key(self.backbone, self.config, self.data.sources, self.data.max_triplets,
+                                 len(self.data.dev()))
+
+    def committed(self):
+        """The run's stored results, or None when it has not been trained (nothing is trained here)."""
+        from .store import StoredRun
+
+        stored = StoredRun.at("attention_pooling", self.key, self.results_dir)
+        return stored if stored.exists else None
+
     def summary(self) -> dict:
         return self.stored.train()["summary"]
 
@@ -187,10 +202,15 @@ def readout_sts_scores(model, tokenizer, datasets: dict[str, STSDataset], readou
     return pd.DataFrame(rows, columns=["readout", "dataset", "aggregation", "spearman"])
 
 
+def sts_settings(run: Run, datasets: dict[str, STSDataset], readouts=READOUTS) -> dict:
+    """What identifies a run's stored STS scores: the readouts, the maximum length and each test set's size."""
+    return {"readouts": list(readouts), "max_length": run.config.max_length,
+            "datasets": {name: len(d) for name, d in datasets.items()}}
+
+
 def run_sts_scores(run: Run, datasets: dict[str, STSDataset], readouts=READOUTS) -> pd.DataFrame:
     """One run's STS scores (committed evaluation ``sts_readouts``), labelled backbone, pooling, seed."""
-    settings = {"readouts": list(readouts), "max_length": run.config.max_length,
-                "datasets": {name: len(d) for name, d in datasets.items()}}
+    settings = sts_settings(run, datasets, readouts)
     scores = run.evaluation("sts_readouts", settings, lambda model, tokenizer: readout_sts_scores(
         model, tokenizer, datasets, readouts, run.config.max_length))
     return scores.assign(backbone=run.backbone, pooling=run.config.pooling, seed=run.config.seed)
