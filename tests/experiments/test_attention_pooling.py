@@ -167,6 +167,24 @@ def test_ablation_runs_give_main_poolings_their_own_seeds():
     assert all(r.config.max_steps == 4 and r.config.objective == "supervised" for r in runs)
 
 
+def test_a_backbone_recipe_changes_only_that_backbones_scale():
+    recipes = {"tiny": {"max_triplets": None, "training": {"max_steps": None, "eval_every": 50}}}
+    data = ap.TrainingData(max_triplets=1024, dev_pairs=200)
+    runs = ap.ablation_runs(["m", "tiny"], ["att_both_cls"], [42], data=data,
+                            training={"max_steps": 16, "eval_every": 8}, recipes=recipes)
+    m, tiny = runs
+    assert (m.data.max_triplets, m.config.max_steps, m.config.eval_every) == (1024, 16, 8)
+    assert (tiny.data.max_triplets, tiny.config.max_steps, tiny.config.eval_every) == (None, None, 50)
+    assert tiny.data.dev_pairs == 200 and tiny.config.seed == 42  # the selection set stays the page's
+    single = ap.page_run("tiny", "att_both_cls", 42, data, {"max_steps": 16, "eval_every": 8}, recipes)
+    assert single.config == tiny.config and single.data == tiny.data
+
+
+def test_a_recipe_with_an_unknown_field_is_refused():
+    with pytest.raises(ValueError, match="recipe of 'tiny': unknown field.*'steps'.*max_triplets and training"):
+        ap.backbone_recipe("tiny", ap.TrainingData(), {}, {"tiny": {"steps": 300}})
+
+
 def test_training_data_subset_is_seeded_and_independent_of_the_run(monkeypatch):
     full = Triplets([f"a{i}" for i in range(10)], [f"p{i}" for i in range(10)], [f"n{i}" for i in range(10)])
     monkeypatch.setattr("bertsent.data.nli.nli_triplets", lambda sources, data_dir=None: full)

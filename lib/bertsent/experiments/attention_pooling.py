@@ -572,12 +572,41 @@ def search_claims(table: pd.DataFrame, paper_effect: float, pooler: str = PAPER_
 
 # --- what the pages iterate over -----------------------------------------------------------------------------------
 
+RECIPE_FIELDS = ("max_triplets", "training")
+
+
+def backbone_recipe(backbone: str, data: TrainingData, training: dict | None = None,
+                    recipes: dict | None = None) -> tuple[TrainingData, dict]:
+    """``(data, training overrides)`` of ``backbone``'s runs: the page's, with ``recipes[backbone]`` over them.
+
+    A recipe lets a cheap backbone train at a larger scale than the page's default in the same build (e.g. the
+    paper's 3 epochs over every triplet on the book's 2-layer BERT, 16 steps on MiniLM): ``max_triplets`` replaces
+    the page's subset size (None: all), ``training`` is merged over the page's overrides."""
+    recipe = (recipes or {}).get(backbone) or {}
+    unknown = sorted(set(recipe) - set(RECIPE_FIELDS))
+    if unknown:
+        raise ValueError(f"recipe of {backbone!r}: unknown field(s) {unknown}; a recipe sets "
+                         f"{' and '.join(RECIPE_FIELDS)}")
+    if "max_triplets" in recipe:
+        data = TrainingData(data.sources, recipe["max_triplets"], data.dev_pairs, data.data_dir)
+    return data, {**(training or {}), **(recipe.get("training") or {})}
+
+
+def page_run(backbone: str, pooling: str, seed: int, data: TrainingData, training: dict | None = None,
+             recipes: dict | None = None, runs_dir=None, results_dir=None) -> Run:
+    """One run of the chapter's pages: ``pooling`` and ``seed`` on ``backbone`` with its recipe
+    (:func:`backbone_recipe`)."""
+    data, training = backbone_recipe(backbone, data, training, recipes)
+    return Run(backbone, run_config(pooling, seed, **training), data, runs_dir, results_dir)
+
+
 def ablation_runs(backbones, poolings, seeds, main_poolings=(), main_seeds=(), data: TrainingData | None = None,
-                  training: dict | None = None, runs_dir=None, results_dir=None) -> list[Run]:
+                  training: dict | None = None, runs_dir=None, results_dir=None, recipes: dict | None = None) -> list[Run]:
     """Every run of the pooling ablation: each backbone x pooling with ``seeds``, the ``main_poolings`` with
-    ``main_seeds`` instead (the main comparison, more seeds)."""
+    ``main_seeds`` instead (the main comparison, more seeds); ``recipes``: per-backbone scale
+    (:func:`backbone_recipe`)."""
     data = data or TrainingData()
-    return [Run(backbone, run_config(pooling, seed, **(training or {})), data, runs_dir, results_dir)
+    return [page_run(backbone, pooling, seed, data, training, recipes, runs_dir, results_dir)
             for backbone in backbones for pooling in poolings
             for seed in (main_seeds if pooling in main_poolings and main_seeds else seeds)]
 

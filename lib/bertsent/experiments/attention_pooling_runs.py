@@ -42,7 +42,7 @@ def page_runs(profile: str = "quick", overrides: dict | None = None, backbones: 
     runs = ablation_runs([b for b in chosen if not backbones or b in backbones], parameters["poolings"],
                          parameters["seeds"], parameters["main_poolings"], parameters["main_seeds"], data,
                          parameters["training"], parameters["runs_dir"],
-                         page_results_dir(PAGE, profile, overrides, results_dir))
+                         page_results_dir(PAGE, profile, overrides, results_dir), parameters["recipes"])
     sts = load_sts_datasets(parameters["datasets"], parameters["data_dir"], parameters["max_pairs"])
     return parameters, runs, sts
 
