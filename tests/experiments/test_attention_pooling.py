@@ -5,11 +5,13 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from bertsent.data.nli import Triplets
 from bertsent.experiments import attention_pooling as ap
 from bertsent.experiments.runs import attention_identity, attention_run, attention_run_key
-from bertsent.report.claims import DIRECTION_ONLY, LARGER, NOT_REPRODUCED, REPRODUCED, WITHIN_NOISE, t_quantile
+from bertsent.report.claims import (DIRECTION_ONLY, LARGER, NOT_REPRODUCED, REPRODUCED, WITHIN_NOISE,
+                                    correlation_evaluation, t_quantile)
 from bertsent.training.attention_pooling import AttentionPoolingConfig
 
 SEVEN = ["stsb", "sickr", "sts12", "sts13", "sts14", "sts15", "sts16"]
@@ -274,3 +276,40 @@ def test_run_evaluation_is_computed_once_then_read_back(tmp_path, monkeypatch):
     assert computed == [("model", "tokenizer")] and first.equals(again) and again["x"].item() == 1.5
     run.evaluation("toy", {"n": 2}, compute)
     assert len(computed) == 2
+
+
+def test_paired_bootstrap_cancels_what_two_sides_share():
+    rng = np.random.default_rng(1)
+    gold = rng.normal(size=400)
+    shared = gold + rng.normal(scale=1.0, size=400)
+    same = ap.paired_bootstrap_se(gold, [shared], [shared], resamples=200)
+    assert same == 0.0
+    close = ap.paired_bootstrap_se(gold, [shared + rng.normal(scale=0.1, size=400)], [shared], resamples=200)
+    r = 100 * stats.spearmanr(gold, shared)[0]
+    independent = correlation_evaluation(400, r).se
+    assert 0 < close < independent / 3  # the pairs' shared difficulty cancels in a paired comparison
+
+
+def test_claims_take_the_paired_bootstrap_where_it_has_the_difference():
+    rng = np.random.default_rng(2)
+    gold = rng.normal(size=300)
+    rows = []
+    for pooling, noise in (("att_both_cls", 0.8), ("cls_mean_last", 0.9)):
+        for seed in (1, 2):
+            cosine = gold + rng.normal(scale=noise, size=300)
+            rows.append(pd.DataFrame({"backbone": "m", "pooling": pooling, "seed": seed, "readout": "pooled",
+                                      "pair": np.arange(300), "gold": gold, "cosine": cosine}))
+    cosines = pd.concat(rows, ignore_index=True)
+    paired = ap.paired_noise(cosines, ap.judged_sides(), resamples=100)
+    assert list(paired[["better_pooling", "worse_pooling"]].itertuples(index=False, name=None)) == [
+        ("att_both_cls", "cls_mean_last")]  # the sides this backbone has
+    scores = pd.DataFrame([{"backbone": "m", "pooling": p, "seed": s, "readout": "pooled", "dataset": "stsb",
+                            "aggregation": "all", "spearman": v}
+                           for p, s, v in (("att_both_cls", 1, 80.0), ("att_both_cls", 2, 80.2),
+                                           ("cls_mean_last", 1, 78.0), ("cls_mean_last", 2, 78.1))])
+    paper = pd.Series({"att_both_cls": 86.76, "cls_mean_last": 85.11})
+    with_paired = ap.pooling_claims(scores, paper, pairs=300, paired=paired)
+    fisher = ap.pooling_claims(scores, paper, pairs=300)
+    assert "paired bootstrap" in with_paired["noise_source"].item()
+    assert "Fisher" in fisher["noise_source"].item()
+    assert with_paired["tolerance"].item() < fisher["tolerance"].item()

@@ -216,6 +216,98 @@ def run_sts_scores(run: Run, datasets: dict[str, STSDataset], readouts=READOUTS)
     return scores.assign(backbone=run.backbone, pooling=run.config.pooling, seed=run.config.seed)
 
 
+def readout_pair_cosines(model, tokenizer, dataset: STSDataset, readouts=READOUTS, max_length: int = 64,
+                         batch_size: int = 64) -> pd.DataFrame:
+    """The cosine of every pair of ``dataset`` (its subsets in order) under each readout, beside the gold score:
+    columns readout, pair, gold, cosine. What a paired comparison of two runs on the same pairs needs."""
+    sentences = dataset.sentences()
+    index = {s: i for i, s in enumerate(sentences)}
+    first = [s for pairs in dataset.subsets.values() for s in pairs.sentences1]
+    second = [s for pairs in dataset.subsets.values() for s in pairs.sentences2]
+    gold = np.concatenate([pairs.scores for pairs in dataset.subsets.values()]).astype(float)
+    encoded = _readout_vectors(model, tokenizer, sentences, readouts, max_length, batch_size)
+    rows = []
+    for readout in readouts:
+        vectors = encoded[readout]
+        cosine = cosine_rows(vectors[[index[s] for s in first]], vectors[[index[s] for s in second]])
+        rows.append(pd.DataFrame({"readout": readout, "pair": np.arange(len(gold)), "gold": gold,
+                                  "cosine": np.asarray(cosine, dtype=float)}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def run_pair_cosines(run: Run, dataset: STSDataset, readouts=READOUTS) -> pd.DataFrame:
+    """One run's per-pair cosines on ``dataset`` (committed evaluation ``pair_cosines``), labelled backbone,
+    pooling, seed."""
+    settings = {"readouts": list(readouts), "max_length": run.config.max_length, "dataset": dataset.name,
+                "pairs": len(dataset)}
+    cosines = run.evaluation("pair_cosines", settings, lambda model, tokenizer: readout_pair_cosines(
+        model, tokenizer, dataset, readouts, run.config.max_length))
+    return cosines.assign(backbone=run.backbone, pooling=run.config.pooling, seed=run.config.seed)
+
+
+def paired_bootstrap_se(gold: np.ndarray, better: list[np.ndarray], worse: list[np.ndarray], resamples: int = 1000,
+                        seed: int = 0) -> float:
+    """Standard error (points) of mean-over-seeds Spearman x 100 of ``better`` minus that of ``worse`` (each a list
+    of per-run cosines over the same pairs as ``gold``), from resampling the pairs with replacement: both sides
+    are scored on every resample's same pairs, so what the two share cancels (the test set's noise of this
+    difference, the seeds held fixed)."""
+    from scipy.stats import rankdata
+
+    rng = np.random.default_rng(seed)
+    n = len(gold)
+    differences = np.empty(resamples)
+    for r in range(resamples):
+        pick = rng.integers(0, n, n)
+        gold_ranks = rankdata(gold[pick])
+        means = [np.mean([np.corrcoef(gold_ranks, rankdata(c[pick]))[0, 1] for c in runs]) for runs in (better, worse)]
+        differences[r] = 100 * (means[0] - means[1])
+    return float(np.nanstd(differences, ddof=1))  # a resample of a tiny set can repeat one pair (no correlation)
+
+
+def paired_noise(cosines: pd.DataFrame, pairs_to_judge, resamples: int = 1000) -> pd.DataFrame:
+    """The paired bootstrap standard error (:func:`paired_bootstrap_se`) of each difference the chapter judges, per
+    backbone: ``pairs_to_judge`` lists ((pooling, readout), (pooling, readout)) sides; a side absent on a backbone
+    is skipped. Columns backbone, better_pooling, better_readout, worse_pooling, worse_readout, pairs, resamples,
+    se."""
+    rows = []
+    for backbone, group in cosines.groupby("backbone", sort=False):
+        runs = {key: frame.sort_values("pair") for key, frame in group.groupby(["pooling", "readout", "seed"])}
+        for better, worse in pairs_to_judge:
+            a = [frame["cosine"].to_numpy() for key, frame in runs.items() if key[:2] == tuple(better)]
+            b = [frame["cosine"].to_numpy() for key, frame in runs.items() if key[:2] == tuple(worse)]
+            if not a or not b:
+                continue
+            gold = next(iter(runs.values()))["gold"].to_numpy()
+            rows.append({"backbone": backbone, "better_pooling": better[0], "better_readout": better[1],
+                         "worse_pooling": worse[0], "worse_readout": worse[1], "pairs": len(gold),
+                         "resamples": resamples, "se": paired_bootstrap_se(gold, a, b, resamples)})
+    return pd.DataFrame(rows, columns=["backbone", "better_pooling", "better_readout", "worse_pooling",
+                                       "worse_readout", "pairs", "resamples", "se"])
+
+
+def judged_sides(claims=RQ1_CLAIMS, pooler: str = PAPER_POOLER) -> list[tuple]:
+    """The (pooling, readout) sides of every STS-B difference the ablation judges: RQ1's pooled readouts, and RQ4's
+    fixed readout of the pooler-trained encoder against the model trained with that readout."""
+    return ([((better, "pooled"), (worse, "pooled")) for better, worse in claims]
+            + [((pooler, readout), (readout, "pooled")) for readout in ("cls_last", "mean_last")])
+
+
+def _paired(noise: pd.DataFrame | None, backbone: str, better: tuple, worse: tuple):
+    """The stored paired bootstrap of this difference as an Evaluation, or None."""
+    from ..report.claims import bootstrap_evaluation
+
+    if noise is None or not len(noise):
+        return None
+    row = noise[(noise["backbone"] == backbone) & (noise["better_pooling"] == better[0])
+                & (noise["better_readout"] == better[1]) & (noise["worse_pooling"] == worse[0])
+                & (noise["worse_readout"] == worse[1])]
+    if not len(row):
+        return None
+    row = row.iloc[0]
+    evaluation = bootstrap_evaluation(float(row["se"]), int(row["resamples"]))
+    return type(evaluation)(evaluation.se, f"{evaluation.source}, {int(row['pairs']):,} STS-B test pairs")
+
+
 def per_seed_scores(scores: pd.DataFrame, aggregation: str = "all") -> pd.DataFrame:
     """One row per (backbone, pooling, readout, seed): ``stsb`` and the seven-set ``avg`` (NaN unless all seven)."""
     rows = scores[scores["aggregation"] == aggregation]
@@ -272,13 +364,16 @@ def _evaluation(pairs: int | None, a, b, metric: str):
 
 
 def pooling_claims(scores: pd.DataFrame, paper: pd.Series, claims=RQ1_CLAIMS, metric: str = "stsb",
-                   aggregation: str = "all", reference: str = PAPER_POOLER, pairs: int | None = None) -> pd.DataFrame:
+                   aggregation: str = "all", reference: str = PAPER_POOLER, pairs: int | None = None,
+                   paired: pd.DataFrame | None = None) -> pd.DataFrame:
     """RQ1, "learned layer-wise pooling beats fixed pooling": each (better, worse) pair of trained poolings judged on
     ``metric`` (``stsb`` or ``avg``) with :func:`~bertsent.report.claims.judge`. The paper's effect is the difference
     of its STS-B figures where it reports both rows, else a direction only (the paper says the pooler beats every
     fixed pooling). Tolerance: :func:`~bertsent.report.claims.seed_noise` over each side's seeds; a one-seed side
     borrows the spread of ``reference`` (the paper's pooler) over its seeds on the same backbone, when it has two or
-    more. ``pairs``: the STS-B test pairs scored (:func:`scored_pairs`), whose sampling noise joins the tolerance."""
+    more. ``pairs``: the STS-B test pairs scored (:func:`scored_pairs`), whose sampling noise joins the tolerance:
+    from ``paired`` (:func:`paired_noise`: a paired bootstrap over the pairs both sides scored) where it has the
+    difference, else from each side's correlation alone (Fisher's z, the sides taken as independent)."""
     per_seed = per_seed_scores(scores[scores["readout"] == "pooled"], aggregation)
     stats = _stats(per_seed, ["backbone", "pooling"], metric)
     rows = []
@@ -297,7 +392,10 @@ def pooling_claims(scores: pd.DataFrame, paper: pd.Series, claims=RQ1_CLAIMS, me
             rows.append(judge(f"{better} > {worse} ({metric})", a[metric] - b[metric],
                               None if pd.isna(effect) else float(effect),
                               seed_noise(_side(a[f"{metric}_sd"], a["seeds"]), _side(b[f"{metric}_sd"], b["seeds"]),
-                                         reference=lent, evaluation=_evaluation(pairs, a, b, metric)),
+                                         reference=lent,
+                                         evaluation=(metric == "stsb" and _paired(paired, backbone, (better, "pooled"),
+                                                                                  (worse, "pooled")))
+                                         or _evaluation(pairs, a, b, metric)),
                               backbone=backbone, rq="RQ1"))
     return claims_table(rows)
 
@@ -321,11 +419,11 @@ def rq4_table(scores: pd.DataFrame, pooler: str = PAPER_POOLER, aggregation: str
 
 
 def rq4_claims(table: pd.DataFrame, pooler: str = PAPER_POOLER, metric: str = "stsb",
-               pairs: int | None = None) -> pd.DataFrame:
+               pairs: int | None = None, paired: pd.DataFrame | None = None) -> pd.DataFrame:
     """RQ4, "the gain stays when the attention layer is removed at inference": the fixed readout of the pooler-trained
     encoder minus the same readout of the model trained without the pooler, per backbone; a direction (the paper gives
     no number for it here). A one-seed side borrows the spread of the pooler-trained encoder's readout over its
-    seeds, when it has two or more."""
+    seeds, when it has two or more. ``pairs``, ``paired``: the test set's noise, as for :func:`pooling_claims`."""
     rows = []
     for (backbone, readout), group in table.groupby(["backbone", "readout"], sort=False):
         group = group.set_index("trained_with")
@@ -338,7 +436,10 @@ def rq4_claims(table: pd.DataFrame, pooler: str = PAPER_POOLER, metric: str = "s
         rows.append(judge(f"{readout} of the {pooler} encoder > {readout} trained alone ({metric})",
                           a[metric] - b[metric], None,
                           seed_noise(_side(a[f"{metric}_sd"], a["seeds"]), _side(b[f"{metric}_sd"], b["seeds"]),
-                                     reference=lent, evaluation=_evaluation(pairs, a, b, metric)),
+                                     reference=lent,
+                                     evaluation=(metric == "stsb" and _paired(paired, backbone, (pooler, readout),
+                                                                              (readout, "pooled")))
+                                     or _evaluation(pairs, a, b, metric)),
                           backbone=backbone, rq="RQ4"))
     return claims_table(rows)
 

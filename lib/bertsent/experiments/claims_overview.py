@@ -223,8 +223,13 @@ def attention_pooling_claims(inputs_dir=None, per_page: bool = False) -> dict[st
 
     scores = read_results("attention_pooling_ablation", "attention_pooling/ablation_scores.csv", inputs_dir, per_page)
     pairs = _scored_pairs("attention_pooling_ablation", inputs_dir, per_page, scored_pairs)
-    rq1 = pooling_claims(scores, reported.layer_attention_stsb(), pairs=pairs)
-    rq4 = rq4_claims(rq4_table(scores), pairs=pairs)
+    try:  # the paired bootstrap of each judged difference (pages before 2026-12-06 did not write it)
+        paired = read_results("attention_pooling_ablation", "attention_pooling/stsb_paired_noise.csv", inputs_dir,
+                              per_page)
+    except MissingResults:
+        paired = None
+    rq1 = pooling_claims(scores, reported.layer_attention_stsb(), pairs=pairs, paired=paired)
+    rq4 = rq4_claims(rq4_table(scores), pairs=pairs, paired=paired)
     geometry = read_results("attention_pooling_layers", "attention_pooling/geometry.csv", inputs_dir, per_page)
     retrieval = read_results("attention_pooling_search", "attention_pooling/retrieval.csv", inputs_dir, per_page)
     search = reported.layer_attention_search()
