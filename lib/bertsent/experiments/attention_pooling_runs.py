@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 import time
 
+METHOD_VERSION = 1  # bump when the maths changes
+
 PAGE = "attention_pooling_ablation"
 
 
