@@ -123,6 +123,21 @@ def test_status_notices_an_edited_stored_run(monkeypatch, tmp_path):
         run.train()
 
 
+def test_a_run_missing_when_the_page_ran_makes_it_out_of_date_once_stored(monkeypatch, tmp_path):
+    """A page that renders the runs stored so far (the frozen-encoder arm lists the others as missing) records the
+    runs it did not find; storing one of them later makes the page out of date."""
+    monkeypatch.setattr(book, "RUNS_DIR", tmp_path)
+    source = REPO_ROOT / load_config()["notebooks"]["acl_glue"]["source"]
+    name = f"glue/{next((REPO_ROOT / 'results' / 'runs' / 'glue').glob('*-RTE-*/train.json')).parent.name}"
+    record = {"stored_runs": {name: store.MISSING_RUN}}
+    assert book.stored_runs_changed(record, source) is None
+    run = _copy_glue_run(tmp_path)
+    assert run.name == name
+    assert book.stored_runs_changed(record, source) == f"stored run {name} was missing when the page ran and is stored now"
+    record = {"stored_runs": {name: run.verify()}}
+    assert book.stored_runs_changed(record, source) is None
+
+
 def test_a_record_without_its_runs_is_out_of_date_when_any_stored_run_fails(monkeypatch, tmp_path):
     monkeypatch.setattr(book, "RUNS_DIR", tmp_path)
     run = _copy_glue_run(tmp_path)

@@ -881,14 +881,21 @@ def stored_runs_changed(record: dict, source: Path) -> str | None:
     """Why a page's stored runs no longer match its record, in words (None: they match).
 
     A record lists the runs its page read with the sha256 of each one's manifest (``stored_runs``): a run whose
-    files no longer match (edited, missing, re-recorded) makes the page out of date. A record made before pages
+    files no longer match (edited, missing, re-recorded) makes the page out of date, and so does a run the page
+    looked for and did not find (listed as ``missing``) that is stored now. A record made before pages
     listed their runs, of a page that reaches the run store, is out of date when any stored run fails
     verification."""
-    from .experiments.store import StoreError, all_runs, stored_run_digest
+    from .experiments.store import MISSING_RUN, StoreError, all_runs, stored_run_digest
 
     if "stored_runs" in record:
-        changed = [name for name, digest in record["stored_runs"].items()
-                   if stored_run_digest(RUNS_DIR, name) != digest]
+        looked_for = record["stored_runs"]
+        arrived = [name for name, digest in looked_for.items()
+                   if digest == MISSING_RUN and stored_run_digest(RUNS_DIR, name) is not None]
+        if arrived:
+            return (f"stored run {arrived[0]} was missing when the page ran and is stored now"
+                    + (f" (and {len(arrived) - 1} more)" if len(arrived) > 1 else ""))
+        changed = [name for name, digest in looked_for.items()
+                   if digest != MISSING_RUN and stored_run_digest(RUNS_DIR, name) != digest]
         if changed:
             return (f"stored run {changed[0]} changed since it ran" + (f" (and {len(changed) - 1} more)"
                                                                        if len(changed) > 1 else "")

@@ -183,6 +183,16 @@ def test_reads_are_logged_for_the_page_that_made_them(copy, tmp_path, monkeypatc
     assert store.stored_run_digest(copy.root, name) is None
 
 
+def test_a_run_looked_for_and_not_found_is_logged_as_missing(copy, tmp_path, monkeypatch):
+    log = tmp_path / "reads.txt"
+    monkeypatch.setattr(store, "_LOGGED", set())
+    monkeypatch.setenv(store.READ_LOG_VARIABLE, str(log))
+    absent = store.StoredRun("glue", "not-trained-yet-0123456789", copy.root)
+    assert not absent.exists and not absent.exists
+    assert copy.exists
+    assert log.read_text().splitlines() == [f"glue/not-trained-yet-0123456789 {store.MISSING_RUN}"]
+
+
 def test_the_command_line_verifies_and_names_the_failing_run(copy, capsys):
     assert store.main(["--results-dir", str(copy.root.parent), "verify"]) == 0
     (copy.directory / "history.csv").unlink()

@@ -54,3 +54,14 @@ def test_small_floats_keep_their_value_in_csv(tmp_path):
     table = pd.read_csv(path)
     assert table["learning_rate"].tolist() == [5e-5, 3e-5, 1e-3]
     assert table["spearman"].tolist() == [73.5042, 0.1235, 0.0]
+
+
+def test_as_written_gives_what_the_csv_reads_back(tmp_path):
+    """A page judges its claims from ``as_written(table)``; the claims page re-judges them from the CSV: same values."""
+    from bertsent.report.tables import as_written, write_table
+
+    table = pd.DataFrame({"backbone": ["a", "b"], "stsb_test_sd": [0.43217891, float("nan")], "lr": [2e-5, 1e-3],
+                          "seeds": [5, 1]})
+    read_back = pd.read_csv(write_table(table, tmp_path / "t.csv"))
+    pd.testing.assert_frame_equal(as_written(table), read_back)
+    assert as_written(table)["stsb_test_sd"].iloc[0] == 0.4322 and pd.isna(as_written(table)["stsb_test_sd"].iloc[1])

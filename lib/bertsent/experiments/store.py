@@ -105,7 +105,10 @@ class StoredRun:
         """Finished and recorded (``train.json`` is written last, then the manifest): a run whose manifest lists a
         ``train.json`` that is gone counts as recorded, so that reading it says the file is missing instead of
         training it again."""
-        return (self.directory / "train.json").is_file() or "train.json" in _listed(self.directory)
+        found = (self.directory / "train.json").is_file() or "train.json" in _listed(self.directory)
+        if not found:
+            _log_read(self.name, MISSING_RUN)
+        return found
 
     @property
     def name(self) -> str:
@@ -183,6 +186,9 @@ MANIFEST = "manifest.csv"
 # a page run sets this to a file; every run verified in that process (the notebook's kernel) adds a line
 # "<kind>/<key> <sha256 of its manifest>", which the runner records with the page (bertsent.book)
 READ_LOG_VARIABLE = "BERTSENT_RUN_READ_LOG"
+# what the log says of a run the page looked for and did not find: a page that renders the runs stored so far (and
+# lists the others as missing) is out of date once one of them is stored
+MISSING_RUN = "missing"
 
 
 class StoreError(RuntimeError):
@@ -424,12 +430,17 @@ def verify_run(run: StoredRun) -> str:
                 raise _fail(run, "evaluations.json", "is not an object of file -> {evaluation, settings}")
         known = (stamp, hashlib.sha256((directory / MANIFEST).read_bytes()).hexdigest())
         _VERIFIED[str(directory)] = known
-    log = os.environ.get(READ_LOG_VARIABLE)
-    if log and (run.name, known[1]) not in _LOGGED:
-        with open(log, "a", encoding="utf-8") as handle:
-            handle.write(f"{run.name} {known[1]}\n")
-        _LOGGED.add((run.name, known[1]))
+    _log_read(run.name, known[1])
     return known[1]
+
+
+def _log_read(name: str, digest: str) -> None:
+    """Add ``<name> <digest>`` to the page run's read log (:data:`READ_LOG_VARIABLE`), once per process."""
+    log = os.environ.get(READ_LOG_VARIABLE)
+    if log and (name, digest) not in _LOGGED:
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.write(f"{name} {digest}\n")
+        _LOGGED.add((name, digest))
 
 
 def stored_run_digest(root: Path, name: str) -> str | None:

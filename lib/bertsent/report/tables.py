@@ -1,6 +1,7 @@
 """Writing results: tables go to CSV under ``results/`` atomically, and say where they went."""
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pandas as pd
@@ -22,6 +23,13 @@ def format_float(value: float) -> str:
     if value != 0 and abs(value) < 0.01:
         return f"{value:.4g}"
     return f"{value:.4f}"
+
+
+def as_written(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with the values :func:`write_table` puts in its CSV (floats at :func:`format_float`'s precision),
+    read back. A page that judges claims from a table it writes judges them from this, so that the chapter's claims
+    page, which re-judges them from the CSV, writes the same numbers."""
+    return pd.read_csv(io.StringIO(table.to_csv(index=False, float_format=format_float, na_rep="")))
 
 
 def write_table(table: pd.DataFrame, path: Path) -> Path:
