@@ -77,3 +77,27 @@ def test_a_run_name_outside_the_chosen_pages_is_refused(capsys):
     assert stopped.value.code == 2 and "acl_multi_exit:SST-2:joint:1:0.5: not a run of acl_glue" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         acl_runs.main(["--list", "--run", "acl_angles:CoLA:ce:1"])
+
+
+def test_a_recipe_grid_comes_first_and_the_tasks_other_runs_wait_for_it(tmp_path):
+    """With ``grid_learning_rates`` x ``grid_epochs``, CE's grid runs (the grid's own seed) come first; the task's
+    main runs have no handle until every grid run of the task is stored, then take the grid's best recipe."""
+    grid = {"grid_learning_rates": [5e-5, 1e-4], "grid_epochs": [1], "grid_seeds": [0], "methods": ["ce"],
+            "lambdas": [0.5]}
+    parameters = resolve_parameters("acl_glue", "smoke", grid)
+    runs = acl_runs.page_runs("acl_glue", parameters)
+    assert [r.name for r in runs[:2]] == ["acl_glue:RTE:ce:0:lr5e-05:ep1", "acl_glue:RTE:ce:0:lr0.0001:ep1"]
+    listed = dict((run.name, stored) for run, stored in acl_runs.stored_runs("acl_glue", "smoke", grid, tmp_path))
+    assert listed["acl_glue:RTE:ce:1"] is None and listed["acl_glue:RTE:ce:0:lr0.0001:ep1"] is not None
+    with pytest.raises(ValueError, match="recipe grid, which is not all stored yet"):
+        acl_runs.train_run(PageRun("acl_glue", "RTE", "ce", 1, None), "smoke", grid, tmp_path)
+    for run in runs[:2]:
+        acl_runs.train_run(run, "smoke", grid, tmp_path)
+    scores = {run.recipe[0]: stored.train()["result"]["accuracy"]
+              for run, stored in acl_runs.stored_runs("acl_glue", "smoke", grid, tmp_path, [r.name for r in runs[:2]])}
+    (_, main), = acl_runs.stored_runs("acl_glue", "smoke", grid, tmp_path, ["acl_glue:RTE:ce:1"])
+    best = max(scores, key=lambda rate: (scores[rate], -rate))
+    assert main is not None and not main.exists
+    (_, at_best), = acl_runs.stored_runs("acl_glue", "smoke", {**grid, "grid_learning_rates": [best]}, tmp_path,
+                                         ["acl_glue:RTE:ce:1"])
+    assert main.key == at_best.key  # the same run as a page whose grid holds only the best rate

@@ -120,6 +120,23 @@ def test_cells_and_claims_at_the_majority_class_are_marked_and_get_no_verdict():
     assert acl.floor_phrase(scores[~scores["at_floor"]]) == ""
 
 
+def test_the_recipe_is_the_grids_best_mean_with_ties_to_the_cheaper_one():
+    rows = [("CoLA", 1e-4, 3, 0, 20.0), ("CoLA", 1e-4, 3, 9, 30.0), ("CoLA", 2e-5, 5, 0, 24.0), ("CoLA", 2e-5, 5, 9, 24.0),
+            ("RTE", 5e-5, 5, 0, 60.0), ("RTE", 5e-5, 3, 0, 60.0), ("RTE", 2e-5, 3, 0, 52.7)]
+    grid = pd.DataFrame(rows, columns=["task", "learning_rate", "epochs", "seed", "score"]).assign(
+        metric="x", train_seconds=1.0, at_majority_class=lambda t: t["score"] == 52.7)
+    recipes = acl.chosen_recipes(grid)
+    chosen = recipes[recipes["chosen"]].set_index("task")
+    assert (chosen.loc["CoLA", "learning_rate"], chosen.loc["CoLA", "epochs"]) == (1e-4, 3)  # mean 25 beats 24
+    assert (chosen.loc["RTE", "learning_rate"], chosen.loc["RTE", "epochs"]) == (5e-5, 3)  # a tie: fewer epochs
+    assert recipes.set_index(["task", "learning_rate", "epochs"]).loc[("CoLA", 1e-4, 3), "seeds"] == 2
+    assert recipes["at_majority_class"].tolist() == [0, 0, 0, 0, 1]
+    settings = acl.with_chosen_recipes({"learning_rate": 5e-5, "epochs": {"SST-2": 1, "CoLA": 1, "RTE": 1},
+                                        "batch_size": 32}, recipes, ["SST-2", "CoLA", "RTE"])
+    assert settings == {"learning_rate": {"SST-2": 5e-5, "CoLA": 1e-4, "RTE": 5e-5},
+                        "epochs": {"SST-2": 1, "CoLA": 3, "RTE": 3}, "batch_size": 32}
+
+
 def test_cost_table_ratio_to_ce():
     cost = acl.cost_table(_runs({("RTE", "ce"): [1.0], ("RTE", "acl"): [2.0]})).set_index("method")
     assert cost.loc["ce", "seconds_ratio_to_ce"] == 1.0 and cost.loc["acl", "seconds_ratio_to_ce"] == 2.0

@@ -12,7 +12,11 @@ re-renders the pages from them::
     python -m bertsent.experiments.acl_runs --run acl_glue:CoLA:acl:3       # just that run (a name --list prints)
     python -m bertsent.experiments.acl_runs -p seeds '[1, 2, 3]' --results-dir results --list
 
-A run's name is ``PAGE:TASK:METHOD:SEED`` with ``:WEIGHT`` (lambda) for the contrastive methods and ``@BACKBONE``
+Where the page chooses each task's recipe on dev (``grid_learning_rates`` x ``grid_epochs``, CE with
+``grid_seeds``), the grid's runs come first, and a task's other runs wait until its grid is stored (the recipe they
+are trained with is the grid's best).
+A run's name is ``PAGE:TASK:METHOD:SEED`` with ``:WEIGHT`` (lambda) for the contrastive methods,
+``:lrRATE:epEPOCHS`` for a grid run and ``@BACKBONE``
 for a run on another backbone than the page's (the multi-exit page's ``deep_backbone``, e.g. ``-p deep_backbone
 all-mpnet-base-v2``). Like the runner,
 only the canonical profiles (quick, paper) without overrides write under ``results/``; any other profile or ``-p``
@@ -38,12 +42,20 @@ class PageRun:
     seed: int
     weight: float | None  # lambda; None for plain CE, whose run does not depend on it
     backbone: str | None = None  # None: the page's backbone; else another (the multi-exit page's deep_backbone)
+    recipe: tuple[float, int] | None = None  # (learning rate, epochs) of a recipe-grid run; None: the page's recipe
 
     @property
     def name(self) -> str:
         weight = "" if self.weight is None else f":{self.weight:g}"
+        recipe = "" if self.recipe is None else f":lr{self.recipe[0]:g}:ep{self.recipe[1]}"
         backbone = "" if self.backbone is None else f"@{self.backbone}"
-        return f"{self.page}:{self.task}:{self.method}:{self.seed}{weight}{backbone}"
+        return f"{self.page}:{self.task}:{self.method}:{self.seed}{weight}{recipe}{backbone}"
+
+
+def uses_recipe_grid(parameters: dict) -> bool:
+    """Whether the page chooses each task's learning rate and epochs from a CE grid on dev (``grid_learning_rates``
+    and ``grid_epochs`` both given) instead of taking ``learning_rate`` and ``epochs`` as they are."""
+    return bool(parameters.get("grid_learning_rates")) and bool(parameters.get("grid_epochs"))
 
 
 def page_runs(page: str, parameters: dict) -> list[PageRun]:
@@ -62,9 +74,13 @@ def page_runs(page: str, parameters: dict) -> list[PageRun]:
                      for task in parameters["tasks"] for mode in parameters["deep_modes"]
                      for seed in seeds_of(parameters["seeds"], task)]
         return runs
-    runs = [PageRun(page, task, method, int(seed), None if method == "ce" else weight)
-            for task in parameters["tasks"] for method in parameters["methods"]
-            for seed in seeds_of(parameters["seeds"], task)]
+    runs = [PageRun(page, task, "ce", int(seed), None, recipe=(float(rate), int(count)))
+            for task in parameters["tasks"] for rate in parameters["grid_learning_rates"]
+            for count in parameters["grid_epochs"] for seed in parameters["grid_seeds"]
+            ] if uses_recipe_grid(parameters) else []
+    runs += [PageRun(page, task, method, int(seed), None if method == "ce" else weight)
+             for task in parameters["tasks"] for method in parameters["methods"]
+             for seed in seeds_of(parameters["seeds"], task)]
     runs += [PageRun(page, parameters["lambda_task"], method, int(seed), float(w)) for w in parameters["lambdas"]
              for method in ("acl_embed", "acl") for seed in parameters["lambda_seeds"]]
     return list(dict.fromkeys(runs))
@@ -73,6 +89,36 @@ def page_runs(page: str, parameters: dict) -> list[PageRun]:
 def _settings(parameters: dict) -> dict:
     return {name: parameters[name] for name in ("epochs", "learning_rate", "batch_size", "max_length",
                                                 "max_dev_examples")}
+
+
+def _run_settings(run: PageRun, parameters: dict, model, results_dir) -> dict | None:
+    """The :class:`~bertsent.training.glue.GlueConfig` settings ``run`` is trained with: a grid run's own learning
+    rate and epochs; under a recipe grid, the recipe chosen on its task's stored grid runs (None while one of them
+    is missing); else the page's."""
+    import pandas as pd
+
+    from . import aligned_contrastive as acl
+    from .runs import glue_run_handle
+
+    settings = _settings(parameters)
+    if run.recipe is not None:
+        return {**settings, "learning_rate": run.recipe[0], "epochs": run.recipe[1]}
+    if run.page != "acl_glue" or not uses_recipe_grid(parameters):
+        return settings
+    rows = []
+    for grid_run in page_runs(run.page, parameters):
+        if grid_run.recipe is None or grid_run.task != run.task:
+            continue
+        stored = glue_run_handle(model, run.task, acl.glue_config(run.task, grid_run.seed,
+                                                                   parameters["max_train_examples"],
+                                                                   **_run_settings(grid_run, parameters, model,
+                                                                                   results_dir)),
+                                 results_dir, None)
+        if not stored.exists:
+            return None
+        rows.append({**acl._run_row(stored, "ce", run.task, grid_run.seed, None),
+                     "learning_rate": grid_run.recipe[0], "epochs": grid_run.recipe[1]})
+    return acl.with_chosen_recipes(settings, acl.chosen_recipes(pd.DataFrame(rows)), [run.task])
 
 
 def _objective(run: PageRun, parameters: dict):
@@ -88,7 +134,8 @@ def _objective(run: PageRun, parameters: dict):
 def stored_runs(page: str, profile: str = "quick", overrides: dict | None = None, results_dir=None,
                 names: list[str] | None = None) -> list[tuple[PageRun, object]]:
     """``page``'s runs, each with its stored-run handle (key, ``exists``) under the results folder the module doc
-    describes; ``names``: only the runs so named (each must be one of the page's)."""
+    describes, or None for a run whose recipe waits for its task's recipe grid; ``names``: only the runs so named
+    (each must be one of the page's)."""
     from ..book import page_results_dir, resolve_parameters
     from ..encode.backbones import backbone_path
     from . import aligned_contrastive as acl
@@ -106,11 +153,14 @@ def stored_runs(page: str, profile: str = "quick", overrides: dict | None = None
             raise ValueError(f"{', '.join(unknown)}: not a run of {page} at profile {profile!r} "
                              "(python -m bertsent.experiments.acl_runs --list names them)")
         runs = [by_name[name] for name in names]
-    settings = _settings(parameters)
-    return [(run, glue_run_handle(models[run.backbone or parameters["backbone"]], run.task,
-                                  acl.glue_config(run.task, run.seed, parameters["max_train_examples"], **settings),
-                                  results_dir, _objective(run, parameters)))
-            for run in runs]
+    handles = []
+    for run in runs:
+        model = models[run.backbone or parameters["backbone"]]
+        settings = _run_settings(run, parameters, model, results_dir)
+        handles.append((run, None if settings is None else glue_run_handle(
+            model, run.task, acl.glue_config(run.task, run.seed, parameters["max_train_examples"], **settings),
+            results_dir, _objective(run, parameters))))
+    return handles
 
 
 def train_run(run: PageRun, profile: str = "quick", overrides: dict | None = None, results_dir=None) -> None:
@@ -125,12 +175,16 @@ def train_run(run: PageRun, profile: str = "quick", overrides: dict | None = Non
     model = model_at(backbone_path(run.backbone or parameters["backbone"]))
     weight = parameters["weight"] if run.weight is None else run.weight
     shared = (parameters["max_train_examples"], weight, parameters["temperature"])
+    settings = _run_settings(run, parameters, model, results_dir)
+    if settings is None:
+        raise ValueError(f"{run.name} is trained with the recipe chosen on {run.task}'s recipe grid, which is not "
+                         "all stored yet: train the grid's runs first (--list names them)")
     if run.page == "acl_multi_exit":
         acl.exit_grid(model, [run.task], [run.method], [run.seed], *shared, parameters["thresholds"],
-                      parameters["latency_examples"], parameters["data_dir"], results_dir, **_settings(parameters))
+                      parameters["latency_examples"], parameters["data_dir"], results_dir, **settings)
     else:
         acl.run_grid(model, [run.task], [run.method], [run.seed], *shared, parameters["data_dir"], results_dir,
-                     **_settings(parameters))
+                     **settings)
 
 
 def main(argv=None) -> int:
@@ -154,6 +208,11 @@ def main(argv=None) -> int:
         for page in pages:
             names = [r for r in args.run if r.startswith(page + ":")] if args.run else None
             for run, stored in stored_runs(page, args.profile, overrides, args.results_dir, names):
+                if stored is None and not args.list:  # its task's grid may have been trained by this call
+                    (_, stored), = stored_runs(page, args.profile, overrides, args.results_dir, [run.name])
+                if stored is None:
+                    print(f"{run.name}: waits for {run.task}'s recipe grid (its runs are listed above)")
+                    continue
                 if args.list:
                     print(f"{run.name}: {'stored' if stored.exists else 'missing'} ({stored.key})")
                     continue

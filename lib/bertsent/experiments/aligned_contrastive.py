@@ -194,6 +194,50 @@ def lambda_grid(model, task: str, weights, seeds, methods=("acl_embed", "acl"), 
     return pd.concat(parts, ignore_index=True)
 
 
+def recipe_grid(model, tasks, learning_rates, epoch_counts, seeds, max_train_examples: dict | None = None, data_dir=None,
+                results_dir=None, **settings) -> pd.DataFrame:
+    """CE fine-tuned (or reused) at every learning rate x number of epochs on each task, with the grid's own
+    ``seeds`` (kept apart from the main table's, so that the run a recipe was chosen on is not also scored in the
+    table): one row per run as :func:`run_grid` gives it, with its ``learning_rate`` and ``epochs``.
+    :func:`chosen_recipes` picks each task's recipe from it, and every method then uses that recipe."""
+    parts = []
+    for task in tasks:
+        for rate in learning_rates:
+            for count in epoch_counts:
+                runs, _ = run_grid(model, [task], ["ce"], seeds, max_train_examples, data_dir=data_dir,
+                                   results_dir=results_dir, **{**settings, "learning_rate": float(rate),
+                                                               "epochs": int(count)})
+                parts.append(runs.assign(learning_rate=float(rate), epochs=int(count)))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def chosen_recipes(grid: pd.DataFrame) -> pd.DataFrame:
+    """Per task and recipe (learning rate, epochs) of :func:`recipe_grid`: CE's mean dev score over the grid's seeds,
+    and ``chosen`` for the highest of each task. A tie goes to fewer epochs, then to the smaller rate (the cheaper,
+    gentler recipe). Rows at the majority class (``at_majority_class``, where the grid has it) are counted in
+    ``at_majority_class`` (how many of the recipe's runs predict one class)."""
+    grid = grid.assign(at_majority_class=grid["at_majority_class"] if "at_majority_class" in grid else False)
+    table = (grid.groupby(["task", "learning_rate", "epochs"], sort=False)
+             .agg(metric=("metric", "first"), score=("score", "mean"), seeds=("seed", "size"),
+                  at_majority_class=("at_majority_class", "sum"), train_seconds=("train_seconds", "mean"))
+             .reset_index())
+    best = (table.sort_values(["score", "epochs", "learning_rate"], ascending=[False, True, True], kind="stable")
+            .groupby("task", sort=False).head(1).index)
+    return table.assign(chosen=table.index.isin(best), at_majority_class=table["at_majority_class"].astype(int))
+
+
+def with_chosen_recipes(settings: dict, recipes: pd.DataFrame, tasks) -> dict:
+    """``settings`` (:class:`~bertsent.training.glue.GlueConfig` fields, as the page passes them to
+    :func:`run_grid`) with each of ``tasks``' chosen learning rate and epochs (``recipes``: :func:`chosen_recipes`);
+    a task the grid did not cover keeps its value from ``settings``."""
+    chosen = recipes[recipes["chosen"]].set_index("task")
+    learning_rate = {task: float(chosen.loc[task, "learning_rate"]) if task in chosen.index
+                     else per_task(settings["learning_rate"], task) for task in tasks}
+    epochs = {task: int(chosen.loc[task, "epochs"]) if task in chosen.index else per_task(settings["epochs"], task)
+              for task in tasks}
+    return {**settings, "learning_rate": learning_rate, "epochs": epochs}
+
+
 def _ordered(values, order) -> list:
     present = list(dict.fromkeys(values))
     return [v for v in order if v in present] + [v for v in present if v not in order]
