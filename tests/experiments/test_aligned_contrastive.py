@@ -120,6 +120,34 @@ def test_cells_and_claims_at_the_majority_class_are_marked_and_get_no_verdict():
     assert acl.floor_phrase(scores[~scores["at_floor"]]) == ""
 
 
+def test_a_task_whose_ce_has_not_learned_it_leaves_its_claims_not_testable():
+    """CE must beat the majority class beyond its noise (seed spread and the dev set's own) before a method effect on
+    the task is judged: RTE's CE a hair above the majority class leaves RTE's claims *not testable here*, whatever
+    ACL scores; SST-2's CE far above it keeps SST-2's."""
+    runs = _runs({("RTE", "ce"): [52.0, 54.0, 56.0], ("RTE", "ce_scl"): [53.0, 54.0, 55.0],
+                  ("RTE", "acl"): [70.0, 72.0, 74.0], ("RTE", "acl_embed"): [60.0, 61.0, 62.0],
+                  ("SST-2", "ce"): [80.0, 81.0, 82.0], ("SST-2", "ce_scl"): [80.0, 80.5, 81.0],
+                  ("SST-2", "acl"): [83.0, 84.0, 85.0]})
+    scores = acl.score_table(runs.assign(dev_examples=runs["task"].map({"RTE": 277, "SST-2": 872})))
+    majority = scores.drop_duplicates("task").set_index("task")["majority"]
+    assert majority["RTE"] == pytest.approx(52.71, abs=0.01) and majority["SST-2"] == pytest.approx(50.92, abs=0.01)
+    check = acl.baseline_check(scores).set_index("task")
+    assert check.loc["RTE", "difference"] == pytest.approx(54.0 - majority["RTE"])
+    binomial = math.sqrt(54.0 * 46.0 / 277)  # one side: the majority class is a fixed predictor
+    assert check.loc["RTE", "tolerance"] == pytest.approx(t_quantile(2) * math.sqrt(4 / 3 + binomial ** 2), rel=1e-3)
+    assert not check.loc["RTE", "kept"] and check.loc["SST-2", "kept"]
+    left_out = acl.left_out_tasks(scores)
+    assert list(left_out) == ["RTE"] and left_out["RTE"].startswith("CE has not learned RTE beyond the majority class")
+    claims = acl.main_claims(scores).set_index(["task", "claim"])
+    assert claims.loc[("RTE", "acl > ce"), "our_effect"] == pytest.approx(18.0)
+    assert claims.loc[("RTE", "acl > ce"), "verdict"] == "not testable here"
+    assert claims.loc[("RTE", "acl > ce"), "noise_source"].startswith("CE has not learned RTE")
+    assert claims.loc[("SST-2", "acl > ce"), "verdict"] != "not testable here"
+    components = acl.component_claims(scores)
+    assert set(components.loc[components["task"] == "RTE", "verdict"]) == {"not testable here"}
+    assert acl.baseline_check(scores.drop(columns=["majority"])).empty  # a page written before the column
+
+
 def test_the_recipe_is_the_grids_best_mean_with_ties_to_the_cheaper_one():
     rows = [("CoLA", 1e-4, 3, 0, 20.0), ("CoLA", 1e-4, 3, 9, 30.0), ("CoLA", 2e-5, 5, 0, 24.0), ("CoLA", 2e-5, 5, 9, 24.0),
             ("RTE", 5e-5, 5, 0, 60.0), ("RTE", 5e-5, 3, 0, 60.0), ("RTE", 2e-5, 3, 0, 52.7)]

@@ -27,8 +27,8 @@ import time
 import numpy as np
 import pandas as pd
 from ..evaluation.glue import MAJORITY_LABEL, majority_class_scores, mark_majority_class
-from ..report.claims import (AT_FLOOR, Control, Side, Spread, binomial_evaluation, claims_table, floor_sides, judge,
-                             seed_noise)
+from ..report.claims import (AT_FLOOR, REPRODUCED, Control, Side, Spread, binomial_evaluation, claims_table,
+                             floor_sides, judge, seed_noise)
 from ..training.aligned_contrastive import AclConfig, ContrastiveObjective, MultiExitConfig, MultiExitObjective
 from ..training.glue import TASK_METRICS, GlueConfig, _encode
 
@@ -249,21 +249,68 @@ def all_at_floor(rows: pd.DataFrame) -> bool:
     return bool(len(rows)) and "at_majority_class" in rows and bool(rows["at_majority_class"].astype(bool).all())
 
 
-def score_table(runs: pd.DataFrame) -> pd.DataFrame:
+def score_table(runs: pd.DataFrame, data_dir=None) -> pd.DataFrame:
     """Mean and standard deviation over seeds of every (task, metric, method): columns task, metric, method,
-    mean, sd (NaN with one seed), seeds, and ``at_floor`` (every seed at the majority class). MRPC contributes two
-    metrics (accuracy, then F1)."""
-    rows = []
+    mean, sd (NaN with one seed), seeds, ``at_floor`` (every seed at the majority class), dev_examples and
+    ``majority``, the metric of always predicting the training set's most frequent label on the same dev examples
+    (what :func:`baseline_check` holds CE against). MRPC contributes two metrics (accuracy, then F1)."""
+    rows, floors = [], {}
     for task in _ordered(runs["task"], list(TASK_METRICS)):
         metrics = TASK_METRICS[task][0]
         for metric in metrics:
             for method in _ordered(runs.loc[runs["task"] == task, "method"], METHODS):
                 chosen = runs[(runs["task"] == task) & (runs["method"] == method)]
                 values = chosen[metric].astype(float).dropna()
+                dev = _dev_examples(chosen)
+                key = (task, None if pd.isna(dev) else int(dev))
+                if key not in floors:
+                    floors[key] = majority_class_scores(task, data_dir, key[1])
                 rows.append({"task": task, "metric": metric, "method": method, "mean": values.mean(),
                              "sd": values.std(ddof=1) if len(values) > 1 else float("nan"), "seeds": len(values),
-                             "at_floor": all_at_floor(chosen), "dev_examples": _dev_examples(chosen)})
-    return pd.DataFrame(rows, columns=["task", "metric", "method", "mean", "sd", "seeds", "at_floor", "dev_examples"])
+                             "at_floor": all_at_floor(chosen), "dev_examples": dev,
+                             "majority": float(floors[key][metric])})
+    return pd.DataFrame(rows, columns=["task", "metric", "method", "mean", "sd", "seeds", "at_floor", "dev_examples",
+                                       "majority"])
+
+
+def baseline_check(scores: pd.DataFrame, baseline: str = "ce") -> pd.DataFrame:
+    """Whether ``baseline`` (CE) has learned each task: its mean over seeds against the majority class's score on
+    the task's selection metric, judged by :func:`~bertsent.report.claims.judge` like any claim (the seed spread and
+    the dev set's own noise; the majority class is a fixed predictor, no seed). A task is ``kept`` only where CE is
+    above the majority class beyond that tolerance: a method effect of a point or two cannot show against a baseline
+    that has not learned the task, so the claims of a task left out read *not testable here*
+    (:func:`left_out_tasks`). Columns: task, metric, ce, majority, difference, tolerance, noise_source, kept.
+    Empty for scores without a ``majority`` column (pages run before it)."""
+    columns = ["task", "metric", baseline, "majority", "difference", "tolerance", "noise_source", "kept"]
+    if "majority" not in scores:
+        return pd.DataFrame(columns=columns)
+    rows = []
+    for task in dict.fromkeys(scores["task"]):
+        metric = task_metric(task)
+        chosen = scores[(scores["task"] == task) & (scores["metric"] == metric) & (scores["method"] == baseline)]
+        if not len(chosen):
+            continue
+        row = chosen.iloc[0]
+        noise = seed_noise(Side(0.0 if pd.isna(row["sd"]) else float(row["sd"]), int(row["seeds"])), Side(0.0, 0),
+                           evaluation=dev_evaluation(row.get("dev_examples"), [row["mean"]], metric, 1))
+        judged = judge(f"{baseline} > majority class", float(row["mean"] - row["majority"]), None, noise, task=task)
+        rows.append({"task": task, "metric": metric, baseline: float(row["mean"]), "majority": float(row["majority"]),
+                     "difference": judged["our_effect"], "tolerance": judged["tolerance"],
+                     "noise_source": judged["noise_source"], "kept": judged["verdict"] == REPRODUCED})
+    return pd.DataFrame(rows, columns=columns)
+
+
+def left_out_tasks(scores: pd.DataFrame, baseline: str = "ce") -> dict[str, str]:
+    """Task -> why its claims are not testable here, for every task :func:`baseline_check` leaves out."""
+    check = baseline_check(scores, baseline)
+    label = METHOD_LABELS.get(baseline, baseline)
+    def noise(tolerance: float) -> str:
+        return "its noise not measured (one seed)" if pd.isna(tolerance) else f"tolerance {tolerance:.2f}"
+
+    return {row.task: (f"{label} has not learned {row.task} beyond the majority class ({row.metric} "
+                       f"{getattr(row, baseline):.2f} against {row.majority:.2f}: {row.difference:+.2f}, "
+                       f"{noise(row.tolerance)}), so no method effect can show against it")
+            for row in check.itertuples() if not row.kept}
 
 
 def _dev_examples(runs: pd.DataFrame):
@@ -438,8 +485,9 @@ def main_claims(scores: pd.DataFrame, better: str = "acl", against=("ce", "ce_sc
     """For every task (its selection metric) and every method in ``against``: the claim "``better`` scores above
     it", our difference of means over seeds against the seed noise of the two means. The paper gives a direction
     (no table values could be recovered), so ``paper_effect`` is blank. Where both methods sit at the majority class
-    on every seed the verdict is *at floor*."""
-    rows = []
+    on every seed the verdict is *at floor*; on a task where CE has not learned beyond the majority class
+    (:func:`left_out_tasks`) it is *not testable here*."""
+    rows, left_out = [], left_out_tasks(scores)
     for task in list(dict.fromkeys(scores["task"])):
         metric = task_metric(task)
         present = set(scores.loc[scores["task"] == task, "method"])
@@ -453,8 +501,8 @@ def main_claims(scores: pd.DataFrame, better: str = "acl", against=("ce", "ce_sc
             noise = seed_noise(side, other_side, reference=reference,
                                evaluation=dev_evaluation(_dev_count(scores, task), [ours, theirs], metric))
             rows.append(judge(f"{better} > {other}", ours - theirs, None, noise,
-                              **floor_sides(floored, other_floored, MAJORITY_LABEL), task=task, metric=metric,
-                              score=ours, compared_with=theirs))
+                              **floor_sides(floored, other_floored, MAJORITY_LABEL), untestable=left_out.get(task),
+                              task=task, metric=metric, score=ours, compared_with=theirs))
     return claims_table(rows)
 
 
@@ -511,11 +559,12 @@ def _and(items: list[str]) -> str:
 
 
 def lambda_claim(table: pd.DataFrame, gated: str = "acl", ungated: str = "acl_embed",
-                 reference: Spread | None = None) -> pd.DataFrame:
+                 reference: Spread | None = None, left_out: dict[str, str] | None = None) -> pd.DataFrame:
     """The claim "ACL-Grad makes the score less sensitive to lambda": ours = the range of the mean score across
     lambdas without the gate minus the range with it (positive: the gate flattens the curve). Each range is a
     difference of two means, so the noise has four sides (the best and worst lambda of each method); *at floor*
-    when all four sit at the majority class."""
+    when all four sit at the majority class; *not testable here* on a task of ``left_out`` (task -> why:
+    :func:`left_out_tasks` of the main table's scores)."""
     rows = []
     for task, group in table.groupby("task", sort=False):
         sides, ranges, floors, means = [], {}, [], []
@@ -534,7 +583,8 @@ def lambda_claim(table: pd.DataFrame, gated: str = "acl", ungated: str = "acl_em
                            evaluation=dev_evaluation(_dev_count(group, task), means, task_metric(task), 4))
         rows.append(judge(f"less sensitive to lambda (range of the score over lambda: {ungated} > {gated}, beyond "
                           f"the noise)", ranges[ungated] - ranges[gated], None, noise,
-                          floor=_floor(*floors), task=task, metric=task_metric(task),
+                          floor=_floor(*floors), untestable=(left_out or {}).get(task), task=task,
+                          metric=task_metric(task),
                           range_without_grad=ranges[ungated], range_with_grad=ranges[gated]))
     return claims_table(rows)
 
@@ -996,7 +1046,8 @@ def with_reference(scores: pd.DataFrame, method: str = "acl") -> Spread | None:
 
 
 __all__ = ["METHODS", "EXIT_MODES", "MISSING_TASKS", "acl_config", "per_task", "glue_config", "recipe_sentence",
-           "run_grid", "lambda_grid", "all_at_floor", "score_table",
+           "run_grid", "lambda_grid", "all_at_floor", "score_table", "baseline_check", "left_out_tasks",
+           "recipe_grid", "chosen_recipes", "with_chosen_recipes",
            "main_table", "cost_table", "angle_table", "lambda_table", "lambda_spread", "main_claims",
            "majority_count", "lambda_claim", "TimedMultiExitObjective", "exit_grid", "exit_table",
            "exit_curve_table", "shallow_gain_claim", "exit_claims", "multi_exit_claims", "joined_exit_claims",

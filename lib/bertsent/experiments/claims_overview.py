@@ -276,7 +276,8 @@ def acl_claims(inputs_dir=None, per_page: bool = False) -> dict[str, pd.DataFram
     tables = {f"{folder}/gradient_angles_claims.csv": acl.angle_claims(angles),
               f"{folder}/glue_claims.csv": acl.main_claims(scores),
               f"{folder}/component_claims.csv": acl.component_claims(scores),
-              f"{folder}/lambda_claims.csv": acl.lambda_claim(sensitivity, reference=reference),
+              f"{folder}/lambda_claims.csv": acl.lambda_claim(sensitivity, reference=reference,
+                                                              left_out=acl.left_out_tasks(scores)),
               f"{folder}/exit_claims.csv": acl.multi_exit_claims(per_exit, exits)}
     return {**tables, **_deep_exit_claims(exits, inputs_dir, per_page)}
 
