@@ -38,3 +38,17 @@ def test_sts_page_describes_the_stored_mpnet_run_in_source_and_page():
         prose = one_line(" ".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"))
         assert fact in prose, path
         assert "not in the run store yet" not in prose
+
+
+def test_acl_index_states_the_committed_baseline_check():
+    """The ACL index names which tasks CE has learned beyond the majority class, with the numbers of
+    ``baseline_check.csv``: a re-run that changes them (the recipe grid's runs) cannot leave the prose behind."""
+    import pandas as pd
+
+    check = pd.read_csv(RESULTS_DIR / "aligned-contrastive" / "baseline_check.csv").set_index("task")
+    text = one_line((REPO_ROOT / "book" / "aligned-contrastive" / "index.md").read_text())
+    kept = list(check.index[check["kept"]])
+    assert kept == ["SST-2"] and f"only **SST-2** passes: CE {check.loc['SST-2', 'ce']:.2f} against " \
+                                 f"{check.loc['SST-2', 'majority']:.2f}" in text
+    for task in check.index:
+        assert f"{check.loc[task, 'tolerance']:.2f}" in text and f"{check.loc[task, 'ce']:.2f}" in text, task
