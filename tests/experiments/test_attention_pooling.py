@@ -313,3 +313,12 @@ def test_claims_take_the_paired_bootstrap_where_it_has_the_difference():
     assert "paired bootstrap" in with_paired["noise_source"].item()
     assert "Fisher" in fisher["noise_source"].item()
     assert with_paired["tolerance"].item() < fisher["tolerance"].item()
+
+
+def test_a_recipe_is_said_in_words_on_the_page():
+    from bertsent.experiments.attention_pooling import recipe_in_words
+
+    assert recipe_in_words({"max_triplets": None, "training": {"max_steps": None, "eval_every": 50}}) == \
+        "all the triplets, 3 epochs with no step cap, dev every 50 steps"
+    assert recipe_in_words({"max_triplets": 1024, "training": {"max_steps": 300, "batch_size": 32}}) == \
+        "a seeded subset of 1,024 triplets, at most 300 steps, batch_size 32"

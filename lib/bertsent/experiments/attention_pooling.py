@@ -693,6 +693,26 @@ def backbone_recipe(backbone: str, data: TrainingData, training: dict | None = N
     return data, {**(training or {}), **(recipe.get("training") or {})}
 
 
+def recipe_in_words(recipe: dict) -> str:
+    """A backbone's recipe (:func:`backbone_recipe`) as the page says it: "all the triplets, 3 epochs with no step
+    cap, dev every 50 steps" (fields it does not know are given as ``name value``)."""
+    from ..training.attention_pooling import AttentionPoolingConfig
+
+    parts = []
+    if "max_triplets" in recipe:
+        count = recipe["max_triplets"]
+        parts.append("all the triplets" if count is None else f"a seeded subset of {count:,} triplets")
+    training = dict(recipe.get("training") or {})
+    if "max_steps" in training:
+        steps = training.pop("max_steps")
+        epochs = training.pop("epochs", AttentionPoolingConfig.epochs)
+        parts.append(f"{epochs} epochs with no step cap" if steps is None else f"at most {steps:,} steps")
+    if "eval_every" in training:
+        parts.append(f"dev every {training.pop('eval_every'):,} steps")
+    parts += [f"{name} {value}" for name, value in training.items()]
+    return ", ".join(parts)
+
+
 def page_run(backbone: str, pooling: str, seed: int, data: TrainingData, training: dict | None = None,
              recipes: dict | None = None, runs_dir=None, results_dir=None) -> Run:
     """One run of the chapter's pages: ``pooling`` and ``seed`` on ``backbone`` with its recipe
