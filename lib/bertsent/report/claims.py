@@ -189,6 +189,10 @@ class Evaluation:
     source: str
 
 
+def _sides(count: int) -> str:
+    return "1 side" if count == 1 else f"{count} sides"
+
+
 def binomial_evaluation(count: int, score: float, metric: str = "accuracy", sides: int = 2,
                         what: str = "dev examples") -> Evaluation:
     """The evaluation-set standard error (points) of a difference of ``sides`` scores, each measured on the same
@@ -205,7 +209,7 @@ def binomial_evaluation(count: int, score: float, metric: str = "accuracy", side
     else:
         p = min(max(score / 100, 0.0), 1.0)
         one, how = math.sqrt(max(p * (1 - p), 1e-4) / count), f"binomial SE at {score:.1f}%"
-    return Evaluation(100 * math.sqrt(sides) * one, f"{how}, {count:,} {what}, {sides} sides")
+    return Evaluation(100 * math.sqrt(sides) * one, f"{how}, {count:,} {what}, {_sides(sides)}")
 
 
 def correlation_evaluation(count: int, correlation: float, sides: int = 2, what: str = "test pairs") -> Evaluation:
@@ -221,7 +225,7 @@ def correlation_evaluation(count: int, correlation: float, sides: int = 2, what:
     r = min(abs(correlation) / 100, 0.999)
     one = math.sqrt(1.06 / (count - 3)) * (1 - r ** 2)
     return Evaluation(100 * math.sqrt(sides) * one,
-                      f"Spearman SE (Fisher z) at {correlation:.1f}, {count:,} {what}, {sides} sides")
+                      f"Spearman SE (Fisher z) at {correlation:.1f}, {count:,} {what}, {_sides(sides)}")
 
 
 def reciprocal_rank_evaluation(queries: int, mrr: float, sides: int = 2) -> Evaluation:
@@ -234,7 +238,7 @@ def reciprocal_rank_evaluation(queries: int, mrr: float, sides: int = 2) -> Eval
     """
     m = min(max(mrr / 100, 0.0), 1.0)
     return Evaluation(100 * math.sqrt(sides * max(m * (1 - m), 1e-4) / queries),
-                      f"reciprocal-rank SE bound at MRR {mrr:.1f}, {queries:,} queries, {sides} sides")
+                      f"reciprocal-rank SE bound at MRR {mrr:.1f}, {queries:,} queries, {_sides(sides)}")
 
 
 def bootstrap_evaluation(standard_error: float, resamples: int) -> Evaluation:
