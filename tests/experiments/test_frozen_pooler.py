@@ -223,3 +223,23 @@ def test_frozen_claims_weigh_the_trained_side_against_a_deterministic_readout():
                                                                               "cls_mean_last": 85.11}))
     assert close["verdict"].iloc[0] == "within noise"  # +1.0 against a tolerance of about 3.9
     assert len(fp.frozen_claims(summary.assign(pooling=["att_mean", "cls_last"]), pd.Series(dtype=float))) == 0
+
+
+def test_findings_say_whether_a_gap_is_beyond_the_noise_and_name_a_pooler_one_hot_before_training():
+    import bertsent.experiments.frozen_pooler as fp
+
+    def summary(trained: float, sd: float, entropy_step0: float) -> pd.DataFrame:
+        return pd.DataFrame({"backbone": ["m", "m"], "pooling": ["att_both_cls", "cls_mean_last"], "seeds": [5, 1],
+                             "stsb_test": [trained, 50.0], "stsb_test_sd": [sd, np.nan], "stsb_pairs": [1379, 1379],
+                             "steps": [3000, 0], "entropy_step0": [entropy_step0, np.nan]})
+
+    weights = pd.DataFrame(columns=["backbone", "pooling", "state", "weight", "uniform", "entropy_ratio"])
+    near = summary(50.5, 0.7, 0.9)
+    tolerance = fp.difference_noise(near.iloc[0], "att_both_cls", near.iloc[1], "cls_mean_last").tolerance
+    assert 0.5 < tolerance
+    text = fp.frozen_findings(near, weights)
+    assert f"scores above, within the noise, the best fixed readout (cls_mean_last, 50.00: +0.50, tolerance " \
+           f"{tolerance:.2f})" in text and "one-hot" not in text
+    far = fp.frozen_findings(summary(70.0, 0.7, 1e-30), weights)
+    assert "beats the best fixed readout" in far and "one-hot before its first step" in far
+    assert "below" in fp.frozen_findings(summary(30.0, 0.7, 0.9), weights)

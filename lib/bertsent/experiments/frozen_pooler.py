@@ -330,13 +330,24 @@ def _write_evaluation(stored: StoredRun, name: str, settings: dict, scores: pd.D
 # --- reading -------------------------------------------------------------------------------------------------------
 
 def recorded(runs: list[FrozenRun]) -> pd.DataFrame:
-    """One row per recorded run: its ``train.json`` summary."""
-    rows = [run.stored.train()["summary"] for run in runs if run.stored.exists]
+    """One row per recorded run: its ``train.json`` summary, and for a trained pooler ``entropy_step0``, its layer
+    weights' entropy ratio on dev before the first step (from its history; NaN for a fixed readout)."""
+    rows = []
+    for run in runs:
+        if not run.stored.exists:
+            continue
+        row = dict(run.stored.train()["summary"])
+        history = run.stored.history() if row.get("trained") else None
+        first = (history.loc[history["step"] == 0, "dev_entropy_ratio"] if history is not None
+                 and "dev_entropy_ratio" in history else pd.Series(dtype=float))
+        row["entropy_step0"] = float(first.iloc[0]) if len(first) else float("nan")
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
 def summary_table(runs: list[FrozenRun]) -> pd.DataFrame:
-    """Per backbone and pooling: mean and sd over seeds of STS-B test, avg7, entropy ratio, selected step, seconds."""
+    """Per backbone and pooling: mean and sd over seeds of STS-B test, avg7, entropy ratio (after training and at
+    step 0), selected step, seconds."""
     table = recorded(runs)
     if not len(table):
         return table
@@ -344,6 +355,7 @@ def summary_table(runs: list[FrozenRun]) -> pd.DataFrame:
     out = grouped.agg(seeds=("seed", "size"), stsb_test=("stsb_test", "mean"), stsb_test_sd=("stsb_test", "std"),
                       avg7=("avg7", "mean"), avg7_sd=("avg7", "std"), best_dev=("best_dev", "mean"),
                       dev_step0=("dev_step0", "mean"), entropy_ratio=("entropy_ratio", "mean"),
+                      entropy_step0=("entropy_step0", "mean"),
                       weight_change=("weight_change", "mean"), best_step_min=("best_step", "min"),
                       best_step_max=("best_step", "max"), steps=("steps", "max"), seconds=("seconds", "mean"))
     out = out.reset_index()
@@ -430,7 +442,8 @@ def layer_weight_table(alphas: dict[str, np.ndarray], pooling: str) -> pd.DataFr
 
 def frozen_findings(summary: pd.DataFrame, weights: pd.DataFrame) -> str:
     """The page's headline in words, per backbone: the best trained pooler against the best fixed readout on STS-B
-    test, and where the layer weights went."""
+    test (beyond or within the noise of :func:`difference_noise`), whether its layer weights were one-hot before
+    training, and where the layer weights went."""
     lines = []
     for backbone, group in summary.groupby("backbone", sort=False):
         trained, fixed = group[group["pooling"].isin(TRAINED)], group[~group["pooling"].isin(TRAINED)]
@@ -438,11 +451,19 @@ def frozen_findings(summary: pd.DataFrame, weights: pd.DataFrame) -> str:
             continue
         best = trained.loc[trained["stsb_test"].idxmax()]
         plain = fixed.loc[fixed["stsb_test"].idxmax()]
-        verb = "beats" if best["stsb_test"] > plain["stsb_test"] else "stays below"
+        gap = float(best["stsb_test"] - plain["stsb_test"])
+        tolerance = difference_noise(best, best["pooling"], plain, plain["pooling"]).tolerance
+        verb = ("beats" if gap > 0 else "stays below") if abs(gap) > tolerance else (
+            "scores above, within the noise," if gap > 0 else "scores below, within the noise,")
+        noise = ("" if pd.isna(tolerance) else f": {gap:+.2f}, tolerance {tolerance:.2f}")
         sd = "" if pd.isna(best["stsb_test_sd"]) else f" ± {best['stsb_test_sd']:.2f}"
         line = (f"on {backbone}, the best trained pooler ({best['pooling']}, STS-B test {best['stsb_test']:.2f}{sd} "
                 f"over {int(best['seeds'])} seeds, {int(best['steps']):,} steps) {verb} the best fixed readout "
-                f"({plain['pooling']}, {plain['stsb_test']:.2f})")
+                f"({plain['pooling']}, {plain['stsb_test']:.2f}{noise})")
+        if "entropy_step0" in best and best["entropy_step0"] < 0.01:
+            line += (f" with layer weights that were one-hot before its first step (entropy "
+                     f"{100 * best['entropy_step0']:.0f}% of uniform at step 0: the hidden states' norms saturate "
+                     "the attention's softmax), so the gain is its projection's, not a learned choice of layers")
         states = weights[weights["backbone"] == backbone]
         if len(states):
             top = states.loc[states["weight"].idxmax()]
@@ -477,16 +498,21 @@ def frozen_claims(summary: pd.DataFrame, paper: pd.Series, claims=None) -> pd.Da
             if better not in group.index or worse not in group.index:
                 continue
             a, b = group.loc[better], group.loc[worse]
-            sides = [Side(0.0 if pd.isna(r["stsb_test_sd"]) else float(r["stsb_test_sd"]),
-                          int(r["seeds"]) if name in TRAINED else 0) for name, r in ((better, a), (worse, b))]
             effect = paper.get(better, np.nan) - paper.get(worse, np.nan)
-            evaluation = correlation_evaluation(int(a["stsb_pairs"]), float((a["stsb_test"] + b["stsb_test"]) / 2), 2,
-                                                "STS-B test pairs scored")
             rows.append(judge(f"{better} > {worse} (stsb)", float(a["stsb_test"] - b["stsb_test"]),
-                              None if pd.isna(effect) else float(effect),
-                              seed_noise(*sides, evaluation=evaluation), backbone=backbone, arm="frozen encoder",
-                              rq="RQ1"))
+                              None if pd.isna(effect) else float(effect), difference_noise(a, better, b, worse),
+                              backbone=backbone, arm="frozen encoder", rq="RQ1"))
     return claims_table(rows)
+
+
+def difference_noise(a: pd.Series, a_pooling: str, b: pd.Series, b_pooling: str):
+    """The noise of STS-B test ``a`` minus ``b`` (two rows of :func:`summary_table`): a trained side's seed spread
+    (a fixed readout is deterministic: no seed, no spread) and the sampling noise of the STS-B test pairs scored."""
+    sides = [Side(0.0 if pd.isna(r["stsb_test_sd"]) else float(r["stsb_test_sd"]),
+                  int(r["seeds"]) if name in TRAINED else 0) for name, r in ((a_pooling, a), (b_pooling, b))]
+    evaluation = correlation_evaluation(int(a["stsb_pairs"]), float((a["stsb_test"] + b["stsb_test"]) / 2), 2,
+                                        "STS-B test pairs scored")
+    return seed_noise(*sides, evaluation=evaluation)
 
 
 # --- command line --------------------------------------------------------------------------------------------------
