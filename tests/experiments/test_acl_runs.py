@@ -43,7 +43,7 @@ def test_an_unknown_page_or_run_is_refused_with_the_choices():
 
 
 def test_a_run_is_trained_where_the_page_reads_it_and_then_reused(tmp_path):
-    overrides = {"lambdas": [0.5]}
+    overrides = {"lambdas": [0.5], "grid_learning_rates": []}  # no recipe grid: the run has its recipe now
     name = "acl_glue:RTE:acl:1:0.5"
     (run, stored), = acl_runs.stored_runs("acl_glue", "smoke", overrides, tmp_path, [name])
     assert not stored.exists
@@ -101,3 +101,14 @@ def test_a_recipe_grid_comes_first_and_the_tasks_other_runs_wait_for_it(tmp_path
     (_, at_best), = acl_runs.stored_runs("acl_glue", "smoke", {**grid, "grid_learning_rates": [best]}, tmp_path,
                                          ["acl_glue:RTE:ce:1"])
     assert main.key == at_best.key  # the same run as a page whose grid holds only the best rate
+
+
+def test_the_lambda_curves_task_outside_the_grid_keeps_the_pages_recipe(tmp_path):
+    grid = {"grid_learning_rates": [5e-5, 1e-4], "grid_epochs": [1], "methods": ["ce"], "lambda_task": "CoLA",
+            "lambdas": [0.5]}
+    listed = dict((run.name, stored) for run, stored in acl_runs.stored_runs("acl_glue", "smoke", grid, tmp_path))
+    curve = [name for name in listed if name.startswith("acl_glue:CoLA:")]
+    assert curve and all(listed[name] is not None for name in curve)  # no grid on CoLA: nothing to wait for
+    (_, plain), = acl_runs.stored_runs("acl_glue", "smoke", {k: v for k, v in grid.items() if not k.startswith("grid")},
+                                       tmp_path, [curve[0]])
+    assert listed[curve[0]].key == plain.key

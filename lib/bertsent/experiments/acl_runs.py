@@ -94,7 +94,7 @@ def _settings(parameters: dict) -> dict:
 def _run_settings(run: PageRun, parameters: dict, model, results_dir) -> dict | None:
     """The :class:`~bertsent.training.glue.GlueConfig` settings ``run`` is trained with: a grid run's own learning
     rate and epochs; under a recipe grid, the recipe chosen on its task's stored grid runs (None while one of them
-    is missing); else the page's."""
+    is missing); else (no grid, or a task the grid does not cover) the page's."""
     import pandas as pd
 
     from . import aligned_contrastive as acl
@@ -118,6 +118,8 @@ def _run_settings(run: PageRun, parameters: dict, model, results_dir) -> dict | 
             return None
         rows.append({**acl._run_row(stored, "ce", run.task, grid_run.seed, None),
                      "learning_rate": grid_run.recipe[0], "epochs": grid_run.recipe[1]})
+    if not rows:  # a task outside the grid's (the lambda curve's task, not in ``tasks``): the page's recipe
+        return settings
     return acl.with_chosen_recipes(settings, acl.chosen_recipes(pd.DataFrame(rows)), [run.task])
 
 
