@@ -465,6 +465,10 @@ def test_a_claims_page_is_stale_when_a_page_it_reads_is_rerun(tmp_path, monkeypa
         k: before[k] for k in before if k != "pages_read"}
     assert book._stale_reason({"inputs": before}, after, {}) == "the pages it reads changed"
     assert "pages_read" not in book.page_inputs(source, {})
+    # re-run with the same inputs but from runs stored since (the frozen-encoder arm's new seeds): stale too
+    (tmp_path / "sg_opt_sts.json").write_text(json.dumps({"fingerprint": "second", "stored_runs": {"sg/a": "1"}}))
+    more = book.page_inputs(source, {}, ("sg_opt_sts",))
+    assert more["pages_read"] != after["pages_read"]
 
 
 def test_claims_pages_read_exactly_their_chapters_pages():

@@ -504,22 +504,26 @@ def page_inputs(source: Path, parameters: dict, reads: tuple[str, ...] = ()) -> 
     ``parameters``, the data ``manifest`` (each file's path and sha256) and the ``methods``: the
     ``METHOD_VERSION`` of every library module it reaches (:mod:`bertsent.versions`), not the modules' text.
     A page that reads other pages' results (``reads``: their names, ``reads:`` in profiles.yml; the claims pages)
-    also depends on ``pages_read``: the fingerprints of those pages' run records, so re-running one of them with
-    other inputs makes it out of date."""
+    also depends on ``pages_read``: the fingerprints of those pages' run records and the stored runs each read, so
+    re-running one of them with other inputs, or with runs stored since, makes it out of date."""
     inputs = {"code": code_digest(source),
               "parameters": hashlib.sha256(json.dumps(parameters, sort_keys=True).encode()).hexdigest(),
               "manifest": manifest_digest(),
               "methods": versions_digest(method_versions(notebook_modules(source)))}
     if reads:
         inputs["pages_read"] = hashlib.sha256(json.dumps(
-            {page: recorded_fingerprint(page) for page in sorted(reads)}, sort_keys=True).encode()).hexdigest()
+            {page: recorded_state(page) for page in sorted(reads)}, sort_keys=True).encode()).hexdigest()
     return inputs
 
 
-def recorded_fingerprint(name: str) -> str | None:
-    """The fingerprint in page ``name``'s committed run record (``results/runs/<name>.json``), None without one."""
+def recorded_state(name: str) -> list | None:
+    """Page ``name``'s committed run record as another page depends on it: its fingerprint, and the stored runs it
+    read (a page re-run from newly stored runs keeps its fingerprint but writes other results); None without one."""
     path = RUNS_DIR / f"{name}.json"
-    return json.loads(path.read_text()).get("fingerprint") if path.is_file() else None
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text())
+    return [record.get("fingerprint"), record.get("stored_runs", {})]
 
 
 def code_fingerprint(notebook: Path) -> str:
