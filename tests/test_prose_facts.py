@@ -73,3 +73,20 @@ def test_acl_index_names_the_recipe_the_stored_cola_grid_chose():
     rate = f"{best['learning_rate']:.0e}".replace("e-0", "e-")  # 5e-5, as the prose writes it
     assert f"its best recipe is learning rate {rate} for {int(best['epochs'])} epochs" in text
     assert resolve_parameters("acl_glue", "quick")["learning_rate"]["CoLA"] == 1e-4  # "the main table uses one epoch at 1e-4"
+
+
+def test_attention_pooling_index_states_gemmas_frozen_numbers():
+    """The chapter index's sentence on the frozen Gemma 3 270M quotes frozen_summary.csv and claims_frozen.csv."""
+    import pandas as pd
+
+    summary = pd.read_csv(RESULTS_DIR / "attention_pooling" / "frozen_summary.csv")
+    gemma = summary[summary["backbone"] == "gemma-3-270m"].set_index("pooling")
+    claims = pd.read_csv(RESULTS_DIR / "attention_pooling" / "claims_frozen.csv")
+    row = claims[(claims["backbone"] == "gemma-3-270m")
+                 & (claims["claim"] == "att_both_cls > cls_mean_last (stsb)")].iloc[0]
+    text = one_line((REPO_ROOT / "book" / "attention-pooling" / "index.md").read_text())
+    for pooling in ("att_both_cls", "att_both"):
+        assert f"{gemma.loc[pooling, 'stsb_test']:.2f} ± {gemma.loc[pooling, 'stsb_test_sd']:.2f}" in text, pooling
+    assert f"{gemma.loc['cls_mean_last', 'stsb_test']:.2f} for `cls_mean_last`: {row['our_effect']:+.2f}, " \
+           f"tolerance {row['tolerance']:.2f}" in text and row["verdict"] == "within noise"
+    assert f"{gemma.loc['mean_layers', 'stsb_test']:.2f} for the uniform average over layers" in text
