@@ -112,3 +112,32 @@ def test_the_lambda_curves_task_outside_the_grid_keeps_the_pages_recipe(tmp_path
     (_, plain), = acl_runs.stored_runs("acl_glue", "smoke", {k: v for k, v in grid.items() if not k.startswith("grid")},
                                        tmp_path, [curve[0]])
     assert listed[curve[0]].key == plain.key
+
+
+def test_the_contrastive_grid_runs_at_the_tasks_recipe_and_the_tuned_methods_wait_for_it(tmp_path):
+    """With ``contrastive_grid_temperatures`` x ``contrastive_grid_weights``, CE+SCL's grid runs come before the
+    main runs; CE+SCL and its gated variant have no weight of their own and no handle until the grid is stored, then
+    take the best (temperature, weight); ACL keeps the page's. (The gated variant's share: the library's test.)"""
+    grid = {"grid_learning_rates": [], "contrastive_grid_temperatures": [0.1, 0.5], "contrastive_grid_weights": [1.0],
+            "contrastive_grid_methods": ["ce_scl"], "methods": ["ce", "ce_scl", "acl"], "lambdas": [0.5]}
+    parameters = resolve_parameters("acl_glue", "smoke", grid)
+    runs = acl_runs.page_runs("acl_glue", parameters)
+    assert [r.name for r in runs[:2]] == ["acl_glue:RTE:ce_scl:0:1:t0.1", "acl_glue:RTE:ce_scl:0:1:t0.5"]
+    names = [r.name for r in runs]
+    assert "acl_glue:RTE:ce_scl:1" in names and "acl_glue:RTE:acl:1:0.5" in names
+    listed = dict((run.name, stored) for run, stored in acl_runs.stored_runs("acl_glue", "smoke", grid, tmp_path))
+    assert listed["acl_glue:RTE:ce_scl:1"] is None
+    assert listed["acl_glue:RTE:acl:1:0.5"] is not None and listed["acl_glue:RTE:ce:1"] is not None
+    with pytest.raises(ValueError, match="contrastive grid, which is not all stored yet"):
+        acl_runs.train_run(PageRun("acl_glue", "RTE", "ce_scl", 1, None), "smoke", grid, tmp_path)
+    for run in runs[:2]:
+        acl_runs.train_run(run, "smoke", grid, tmp_path)
+    scores = {run.temperature: stored.train()["result"]["accuracy"]
+              for run, stored in acl_runs.stored_runs("acl_glue", "smoke", grid, tmp_path, [r.name for r in runs[:2]])}
+    best = max(scores, key=lambda temperature: (scores[temperature], -temperature))
+    (_, tuned), = acl_runs.stored_runs("acl_glue", "smoke", grid, tmp_path, ["acl_glue:RTE:ce_scl:1"])
+    untuned = {"grid_learning_rates": [], "methods": ["ce_scl"], "lambdas": [0.5], "weight": 1.0, "temperature": best}
+    (_, plain), = acl_runs.stored_runs("acl_glue", "smoke", untuned, tmp_path, ["acl_glue:RTE:ce_scl:1:1"])
+    assert tuned is not None and tuned.key == plain.key  # the page's run at the chosen pair
+    with pytest.raises(ValueError, match="contrastive_grid_methods.*'acl'.*ce_scl, acl_embed"):
+        acl_runs.page_runs("acl_glue", {**parameters, "contrastive_grid_methods": ["acl"]})

@@ -165,6 +165,23 @@ def test_the_recipe_is_the_grids_best_mean_with_ties_to_the_cheaper_one():
                         "epochs": {"SST-2": 1, "CoLA": 3, "RTE": 3}, "batch_size": 32}
 
 
+def test_the_contrastive_term_is_the_grids_best_and_the_gated_method_takes_its_ungated_ones():
+    rows = [("RTE", "ce_scl", 0.1, 0.5, 0, 60.0), ("RTE", "ce_scl", 0.1, 0.5, 9, 50.0),
+            ("RTE", "ce_scl", 0.3, 0.5, 0, 56.0), ("RTE", "ce_scl", 0.3, 0.5, 9, 56.0),
+            ("RTE", "ce_scl", 0.3, 0.1, 0, 56.0), ("RTE", "ce_scl", 0.3, 0.1, 9, 56.0),
+            ("RTE", "acl_embed", 0.3, 1.0, 0, 58.0), ("CoLA", "ce_scl", 0.5, 1.0, 0, 20.0)]
+    grid = pd.DataFrame(rows, columns=["task", "method", "temperature", "weight", "seed", "score"]).assign(
+        metric="x", train_seconds=1.0)
+    terms = acl.chosen_terms(grid)
+    chosen = terms[terms["chosen"]].set_index(["task", "method"])
+    assert (chosen.loc[("RTE", "ce_scl"), "weight"], chosen.loc[("RTE", "ce_scl"), "temperature"]) == (0.1, 0.3)
+    assert len(chosen) == 3 and terms["seeds"].tolist()[:3] == [2, 2, 2]  # a tie at 56 goes to the smaller weight
+    assert acl.term_of(terms, "scl_grad", "RTE", 0.5, 0.3) == (0.1, 0.3)
+    assert acl.term_of(terms, "acl", "RTE", 0.5, 0.3) == (1.0, 0.3)
+    assert acl.term_of(terms, "acl", "CoLA", 0.5, 0.3) == (0.5, 0.3)  # not tuned on CoLA: the page's
+    assert acl.term_of(None, "ce_scl", "RTE", 0.5, 0.3) == (0.5, 0.3)
+
+
 def test_cost_table_ratio_to_ce():
     cost = acl.cost_table(_runs({("RTE", "ce"): [1.0], ("RTE", "acl"): [2.0]})).set_index("method")
     assert cost.loc["ce", "seconds_ratio_to_ce"] == 1.0 and cost.loc["acl", "seconds_ratio_to_ce"] == 2.0

@@ -14,9 +14,12 @@ re-renders the pages from them::
 
 Where the page chooses each task's recipe on dev (``grid_learning_rates`` x ``grid_epochs``, CE with
 ``grid_seeds``), the grid's runs come first, and a task's other runs wait until its grid is stored (the recipe they
-are trained with is the grid's best).
-A run's name is ``PAGE:TASK:METHOD:SEED`` with ``:WEIGHT`` (lambda) for the contrastive methods,
-``:lrRATE:epEPOCHS`` for a grid run and ``@BACKBONE``
+are trained with is the grid's best). Where it also chooses the contrastive term's temperature and weight
+(``contrastive_grid_temperatures`` x ``contrastive_grid_weights`` for ``contrastive_grid_methods``, at the task's
+chosen recipe), those grid runs come next, and the tuned methods' main runs wait for them in turn.
+A run's name is ``PAGE:TASK:METHOD:SEED`` with ``:WEIGHT`` (lambda) for the contrastive methods (none where the
+weight is chosen on the contrastive grid), ``:tTEMPERATURE`` for a contrastive-grid run,
+``:lrRATE:epEPOCHS`` for a recipe-grid run and ``@BACKBONE``
 for a run on another backbone than the page's (the multi-exit page's ``deep_backbone``, e.g. ``-p deep_backbone
 all-mpnet-base-v2``). Like the runner,
 only the canonical profiles (quick, paper) without overrides write under ``results/``; any other profile or ``-p``
@@ -40,13 +43,15 @@ class PageRun:
     task: str
     method: str  # a method of aligned_contrastive.METHODS, or a multi-exit mode (acl_multi_exit)
     seed: int
-    weight: float | None  # lambda; None for plain CE, whose run does not depend on it
+    weight: float | None  # lambda; None for plain CE, and for a method whose weight the contrastive grid chooses
     backbone: str | None = None  # None: the page's backbone; else another (the multi-exit page's deep_backbone)
     recipe: tuple[float, int] | None = None  # (learning rate, epochs) of a recipe-grid run; None: the page's recipe
+    temperature: float | None = None  # tau of a contrastive-grid run; None: the page's or the one the grid chose
 
     @property
     def name(self) -> str:
         weight = "" if self.weight is None else f":{self.weight:g}"
+        weight += "" if self.temperature is None else f":t{self.temperature:g}"
         recipe = "" if self.recipe is None else f":lr{self.recipe[0]:g}:ep{self.recipe[1]}"
         backbone = "" if self.backbone is None else f"@{self.backbone}"
         return f"{self.page}:{self.task}:{self.method}:{self.seed}{weight}{recipe}{backbone}"
@@ -58,12 +63,23 @@ def uses_recipe_grid(parameters: dict) -> bool:
     return bool(parameters.get("grid_learning_rates")) and bool(parameters.get("grid_epochs"))
 
 
+def tuned_methods(parameters: dict) -> list[str]:
+    """The ungated methods whose temperature and weight the page chooses on dev per task
+    (``contrastive_grid_methods``, when ``contrastive_grid_temperatures`` and ``contrastive_grid_weights`` are both
+    given); empty: every contrastive method takes the page's ``weight`` and ``temperature``."""
+    from .aligned_contrastive import check_tunable
+
+    if not (parameters.get("contrastive_grid_temperatures") and parameters.get("contrastive_grid_weights")):
+        return []
+    return check_tunable(parameters.get("contrastive_grid_methods") or [])
+
+
 def page_runs(page: str, parameters: dict) -> list[PageRun]:
     """The fine-tunings of ``page`` with its resolved ``parameters``, in the page's order, each once (the lambda
     curve's point at the main table's lambda is the main table's run)."""
     if page not in PAGES:
         raise ValueError(f"Unknown page {page!r}; the chapter's training pages are {', '.join(PAGES)}.")
-    from .aligned_contrastive import seeds_of
+    from .aligned_contrastive import TUNED_AS, seeds_of
 
     weight = float(parameters["weight"])
     if page == "acl_multi_exit":
@@ -78,7 +94,12 @@ def page_runs(page: str, parameters: dict) -> list[PageRun]:
             for task in parameters["tasks"] for rate in parameters["grid_learning_rates"]
             for count in parameters["grid_epochs"] for seed in parameters["grid_seeds"]
             ] if uses_recipe_grid(parameters) else []
-    runs += [PageRun(page, task, method, int(seed), None if method == "ce" else weight)
+    tuned = tuned_methods(parameters)
+    runs += [PageRun(page, task, method, int(seed), float(w), temperature=float(t))
+             for task in parameters["tasks"] for method in tuned
+             for t in parameters["contrastive_grid_temperatures"] for w in parameters["contrastive_grid_weights"]
+             for seed in parameters["grid_seeds"]]
+    runs += [PageRun(page, task, method, int(seed), None if method == "ce" or TUNED_AS[method] in tuned else weight)
              for task in parameters["tasks"] for method in parameters["methods"]
              for seed in seeds_of(parameters["seeds"], task)]
     runs += [PageRun(page, parameters["lambda_task"], method, int(seed), float(w)) for w in parameters["lambdas"]
@@ -123,20 +144,53 @@ def _run_settings(run: PageRun, parameters: dict, model, results_dir) -> dict | 
     return acl.with_chosen_recipes(settings, acl.chosen_recipes(pd.DataFrame(rows)), [run.task])
 
 
-def _objective(run: PageRun, parameters: dict):
+def _run_terms(run: PageRun, parameters: dict, model, results_dir) -> tuple[float, float] | None:
+    """(weight, temperature) of ``run``'s contrastive term: a contrastive-grid run's own; for a method the page
+    tunes, the pair chosen on its task's stored contrastive-grid runs (None while one of them, or the recipe they
+    wait for, is missing); else the run's weight (the page's where it has none) and the page's temperature."""
+    import pandas as pd
+
+    from . import aligned_contrastive as acl
+    from .runs import glue_run_handle
+
+    if run.temperature is not None:
+        return float(run.weight), float(run.temperature)
+    defaults = (float(parameters["weight"] if run.weight is None else run.weight), float(parameters["temperature"]))
+    tuned_as = acl.TUNED_AS.get(run.method)
+    if run.page != "acl_glue" or run.weight is not None or tuned_as not in tuned_methods(parameters):
+        return defaults
+    rows = []
+    for grid_run in page_runs(run.page, parameters):
+        if grid_run.temperature is None or grid_run.task != run.task or grid_run.method != tuned_as:
+            continue
+        settings = _run_settings(grid_run, parameters, model, results_dir)
+        if settings is None:
+            return None
+        stored = glue_run_handle(model, run.task, acl.glue_config(run.task, grid_run.seed,
+                                                                   parameters["max_train_examples"], **settings),
+                                 results_dir, _objective(grid_run, parameters, _run_terms(grid_run, parameters,
+                                                                                           model, results_dir)))
+        if not stored.exists:
+            return None
+        rows.append(acl._run_row(stored, tuned_as, run.task, grid_run.seed, grid_run.weight, grid_run.temperature))
+    return acl.term_of(acl.chosen_terms(pd.DataFrame(rows)), run.method, run.task, *defaults)
+
+
+def _objective(run: PageRun, parameters: dict, terms: tuple[float, float]):
     from . import aligned_contrastive as acl
 
-    weight = parameters["weight"] if run.weight is None else run.weight
+    weight, temperature = terms
     if run.page == "acl_multi_exit":
-        return acl.exit_objective(run.method, weight, parameters["temperature"], parameters["thresholds"],
+        return acl.exit_objective(run.method, weight, temperature, parameters["thresholds"],
                                   parameters["latency_examples"])
-    return acl.method_objective(run.method, weight, parameters["temperature"])
+    return acl.method_objective(run.method, weight, temperature)
 
 
 def stored_runs(page: str, profile: str = "quick", overrides: dict | None = None, results_dir=None,
                 names: list[str] | None = None) -> list[tuple[PageRun, object]]:
     """``page``'s runs, each with its stored-run handle (key, ``exists``) under the results folder the module doc
-    describes, or None for a run whose recipe waits for its task's recipe grid; ``names``: only the runs so named
+    describes, or None for a run whose recipe (or contrastive term) waits for its task's grid; ``names``: only the
+    runs so named
     (each must be one of the page's)."""
     from ..book import page_results_dir, resolve_parameters
     from ..encode.backbones import backbone_path
@@ -159,9 +213,10 @@ def stored_runs(page: str, profile: str = "quick", overrides: dict | None = None
     for run in runs:
         model = models[run.backbone or parameters["backbone"]]
         settings = _run_settings(run, parameters, model, results_dir)
-        handles.append((run, None if settings is None else glue_run_handle(
+        terms = None if settings is None else _run_terms(run, parameters, model, results_dir)
+        handles.append((run, None if terms is None else glue_run_handle(
             model, run.task, acl.glue_config(run.task, run.seed, parameters["max_train_examples"], **settings),
-            results_dir, _objective(run, parameters))))
+            results_dir, _objective(run, parameters, terms))))
     return handles
 
 
@@ -175,12 +230,15 @@ def train_run(run: PageRun, profile: str = "quick", overrides: dict | None = Non
     parameters = resolve_parameters(run.page, profile, overrides)
     results_dir = page_results_dir(run.page, profile, overrides, results_dir)
     model = model_at(backbone_path(run.backbone or parameters["backbone"]))
-    weight = parameters["weight"] if run.weight is None else run.weight
-    shared = (parameters["max_train_examples"], weight, parameters["temperature"])
     settings = _run_settings(run, parameters, model, results_dir)
     if settings is None:
         raise ValueError(f"{run.name} is trained with the recipe chosen on {run.task}'s recipe grid, which is not "
                          "all stored yet: train the grid's runs first (--list names them)")
+    terms = _run_terms(run, parameters, model, results_dir)
+    if terms is None:
+        raise ValueError(f"{run.name} is trained with the temperature and weight chosen on {run.task}'s contrastive "
+                         "grid, which is not all stored yet: train the grid's runs first (--list names them)")
+    shared = (parameters["max_train_examples"], *terms)
     if run.page == "acl_multi_exit":
         acl.exit_grid(model, [run.task], [run.method], [run.seed], *shared, parameters["thresholds"],
                       parameters["latency_examples"], parameters["data_dir"], results_dir, **settings)
@@ -213,7 +271,7 @@ def main(argv=None) -> int:
                 if stored is None and not args.list:  # its task's grid may have been trained by this call
                     (_, stored), = stored_runs(page, args.profile, overrides, args.results_dir, [run.name])
                 if stored is None:
-                    print(f"{run.name}: waits for {run.task}'s recipe grid (its runs are listed above)")
+                    print(f"{run.name}: waits for {run.task}'s grid (its runs are listed above)")
                     continue
                 if args.list:
                     print(f"{run.name}: {'stored' if stored.exists else 'missing'} ({stored.key})")

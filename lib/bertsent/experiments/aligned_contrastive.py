@@ -139,9 +139,10 @@ def recipe_sentence(backbone: str, seeds, tasks, epochs, learning_rate, batch_si
                "scores are not GLUE dev scores)." if max_dev_examples else ""))
 
 
-def _run_row(stored, method: str, task: str, seed: int, weight: float | None) -> dict:
+def _run_row(stored, method: str, task: str, seed: int, weight: float | None,
+             temperature: float | None = None) -> dict:
     result = stored.train()["result"]
-    row = {"method": method, "task": task, "seed": seed, "weight": weight,
+    row = {"method": method, "task": task, "seed": seed, "weight": weight, "temperature": temperature,
            "metric": task_metric(task), "score": result[task_metric(task)],
            **{m: result.get(m) for m in ("accuracy", "f1", "mcc")},
            "train_examples": result["train_examples"], "dev_examples": result["dev_examples"],
@@ -152,15 +153,18 @@ def _run_row(stored, method: str, task: str, seed: int, weight: float | None) ->
 
 
 def run_grid(model, tasks, methods, seeds, max_train_examples: dict | None = None, weight: float = 0.5,
-             temperature: float = 0.3, data_dir=None, results_dir=None, **settings) -> tuple[pd.DataFrame, pd.DataFrame]:
+             temperature: float = 0.3, data_dir=None, results_dir=None, terms: pd.DataFrame | None = None,
+             **settings) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Fine-tune (or reuse) every method x task x seed; returns (runs, angles).
 
-    ``runs``: one row per fine-tuning (method, task, seed, weight, metric, score, accuracy / f1 / mcc, the
-    training and dev sizes, train_seconds, ``at_majority_class`` (the run predicts one class: see
+    ``runs``: one row per fine-tuning (method, task, seed, weight, temperature, metric, score, accuracy / f1 / mcc,
+    the training and dev sizes, train_seconds, ``at_majority_class`` (the run predicts one class: see
     :func:`~bertsent.evaluation.glue.mark_majority_class`) and, for the contrastive methods, the angle summary of
     the run).
     ``angles``: one row per training step of the contrastive methods (method, task, seed, weight, step, angle,
-    dropped). ``settings``: :class:`~bertsent.training.glue.GlueConfig` fields shared by every run.
+    dropped). ``settings``: :class:`~bertsent.training.glue.GlueConfig` fields shared by every run. ``terms``
+    (:func:`chosen_terms`): a method's weight and temperature chosen on dev per task, where it has them (the gated
+    method takes its ungated one's, :data:`TUNED_AS`); else ``weight`` and ``temperature``.
     """
     from .runs import glue_run
 
@@ -169,15 +173,17 @@ def run_grid(model, tasks, methods, seeds, max_train_examples: dict | None = Non
         for method in methods:
             for seed in seeds_of(seeds, task):
                 config = glue_config(task, seed, max_train_examples, **settings)
-                objective = method_objective(method, weight, temperature)
+                run_weight, run_temperature = term_of(terms, method, task, weight, temperature)
+                objective = method_objective(method, run_weight, run_temperature)
                 stored = glue_run(model, task, config, data_dir, results_dir, objective)
-                rows.append(_run_row(stored, method, task, int(seed), None if objective is None else float(weight)))
+                rows.append(_run_row(stored, method, task, int(seed),
+                                     *((None, None) if objective is None else (run_weight, run_temperature))))
                 if objective is not None:
                     history = stored.history()
                     steps = history[history["step"] > 0] if "angle" in history else history.iloc[0:0]
                     if len(steps):
                         angles.append(pd.DataFrame({
-                            "method": method, "task": task, "seed": int(seed), "weight": float(weight),
+                            "method": method, "task": task, "seed": int(seed), "weight": run_weight,
                             "step": steps["step"].astype(int).to_numpy(),
                             "angle": pd.to_numeric(steps["angle"], errors="coerce").to_numpy(),
                             "dropped": steps["dropped"].astype(str).str.lower().eq("true").to_numpy()}))
@@ -236,6 +242,58 @@ def with_chosen_recipes(settings: dict, recipes: pd.DataFrame, tasks) -> dict:
     epochs = {task: int(chosen.loc[task, "epochs"]) if task in chosen.index else per_task(settings["epochs"], task)
               for task in tasks}
     return {**settings, "learning_rate": learning_rate, "epochs": epochs}
+
+
+# the gated method is tuned as its ungated one: the gate changes which steps the term is applied at, not the term
+TUNED_AS = {"ce_scl": "ce_scl", "scl_grad": "ce_scl", "acl_embed": "acl_embed", "acl": "acl_embed"}
+
+
+def check_tunable(methods) -> list[str]:
+    """``methods`` as a list, each an ungated contrastive method (the ones a contrastive grid tunes), or a
+    ValueError naming the stray one and the choices."""
+    tunable = sorted(set(TUNED_AS.values()), key=list(TUNED_AS.values()).index)
+    stray = [method for method in methods if method not in tunable]
+    if stray:
+        raise ValueError(f"contrastive_grid_methods: {stray[0]!r} is not tuned on its own (a gated method takes its "
+                         f"ungated one's temperature and weight); choose from {', '.join(tunable)}")
+    return list(methods)
+
+
+def contrastive_grid(model, tasks, methods, temperatures, weights, seeds, max_train_examples: dict | None = None,
+                     data_dir=None, results_dir=None, **settings) -> pd.DataFrame:
+    """Each of ``methods`` (ungated: ``ce_scl``, ``acl_embed``) fine-tuned (or reused) at every temperature x weight
+    on each task, with the grid's own ``seeds`` and the task's recipe in ``settings`` (the one CE's grid chose):
+    one row per run as :func:`run_grid` gives it. :func:`chosen_terms` picks each method's temperature and weight
+    per task from it (Gunel et al. 2021 tune SCL's this way, on dev)."""
+    parts = [run_grid(model, tasks, [method], seeds, max_train_examples, float(weight), float(temperature),
+                      data_dir, results_dir, **settings)[0]
+             for method in check_tunable(methods) for temperature in temperatures for weight in weights]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def chosen_terms(grid: pd.DataFrame) -> pd.DataFrame:
+    """Per task, method and (temperature, weight) of :func:`contrastive_grid`: the mean dev score over the grid's
+    seeds, and ``chosen`` for the highest of each task and method. A tie goes to the smaller weight (the run
+    closer to CE), then to the smaller temperature."""
+    grid = grid.assign(at_majority_class=grid["at_majority_class"] if "at_majority_class" in grid else False)
+    table = (grid.groupby(["task", "method", "temperature", "weight"], sort=False)
+             .agg(metric=("metric", "first"), score=("score", "mean"), seeds=("seed", "size"),
+                  at_majority_class=("at_majority_class", "sum"), train_seconds=("train_seconds", "mean"))
+             .reset_index())
+    best = (table.sort_values(["score", "weight", "temperature"], ascending=[False, True, True], kind="stable")
+            .groupby(["task", "method"], sort=False).head(1).index)
+    return table.assign(chosen=table.index.isin(best), at_majority_class=table["at_majority_class"].astype(int))
+
+
+def term_of(terms: pd.DataFrame | None, method: str, task: str, weight: float, temperature: float
+            ) -> tuple[float, float]:
+    """(weight, temperature) ``method`` is fine-tuned with on ``task``: those :func:`chosen_terms` chose for it (or
+    for the ungated method it is tuned as, :data:`TUNED_AS`) where ``terms`` has them, else the given ones."""
+    if terms is not None and len(terms):
+        row = terms[terms["chosen"] & (terms["task"] == task) & (terms["method"] == TUNED_AS.get(method, method))]
+        if len(row):
+            return float(row["weight"].iloc[0]), float(row["temperature"].iloc[0])
+    return float(weight), float(temperature)
 
 
 def _ordered(values, order) -> list:
@@ -1047,7 +1105,8 @@ def with_reference(scores: pd.DataFrame, method: str = "acl") -> Spread | None:
 
 __all__ = ["METHODS", "EXIT_MODES", "MISSING_TASKS", "acl_config", "per_task", "glue_config", "recipe_sentence",
            "run_grid", "lambda_grid", "all_at_floor", "score_table", "baseline_check", "left_out_tasks",
-           "recipe_grid", "chosen_recipes", "with_chosen_recipes",
+           "recipe_grid", "chosen_recipes", "with_chosen_recipes", "TUNED_AS", "contrastive_grid", "chosen_terms",
+           "term_of", "check_tunable",
            "main_table", "cost_table", "angle_table", "lambda_table", "lambda_spread", "main_claims",
            "majority_count", "lambda_claim", "TimedMultiExitObjective", "exit_grid", "exit_table",
            "exit_curve_table", "shallow_gain_claim", "exit_claims", "multi_exit_claims", "joined_exit_claims",
