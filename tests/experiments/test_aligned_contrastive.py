@@ -494,3 +494,11 @@ def test_floor_sentence_names_the_exits_at_the_majority_class_in_every_mode_and_
     assert acl.floor_sentence({"m": one}) == ("- m, SST-2: exits 1, 3 and 4 of 4 score the majority class in the one "
                                               "mode run (ACL-CL) on its one seed.")
     assert acl.floor_sentence({"m": runs.iloc[:0]}) == ""
+
+
+def test_without_grids_the_tuned_recipe_is_the_pages_own():
+    settings = {"learning_rate": {"RTE": 1e-4}, "epochs": 3}
+    tuned = acl.tuned_recipe(None, ["RTE"], settings, grid_learning_rates=[5e-5], grid_epochs=[],
+                             contrastive_grid_temperatures=[], contrastive_grid_weights=[0.5])
+    assert tuned.settings == settings and tuned.settings is not settings
+    assert tuned.recipes is tuned.recipe_runs is tuned.terms is tuned.term_runs is None

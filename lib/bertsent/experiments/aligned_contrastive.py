@@ -23,6 +23,7 @@ a constant predictor), not *reproduced*.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -294,6 +295,41 @@ def term_of(terms: pd.DataFrame | None, method: str, task: str, weight: float, t
         if len(row):
             return float(row["weight"].iloc[0]), float(row["temperature"].iloc[0])
     return float(weight), float(temperature)
+
+
+@dataclass
+class TunedRecipe:
+    """What the chapter's pages fine-tune with: ``settings`` (GlueConfig fields, each task's learning rate and
+    epochs as CE's grid chose them, where there is one) and ``terms`` (:func:`chosen_terms`, or None), with the grid
+    runs and tables they were chosen from (None where the page has no such grid)."""
+
+    settings: dict
+    recipe_runs: pd.DataFrame | None = None
+    recipes: pd.DataFrame | None = None
+    term_runs: pd.DataFrame | None = None
+    terms: pd.DataFrame | None = None
+
+
+def tuned_recipe(model, tasks, settings: dict, max_train_examples: dict | None = None, grid_learning_rates=(),
+                 grid_epochs=(), grid_seeds=(0,), contrastive_grid_temperatures=(), contrastive_grid_weights=(),
+                 contrastive_grid_methods=("ce_scl",), data_dir=None, results_dir=None, also_tasks=()) -> TunedRecipe:
+    """The recipe every page of the chapter fine-tunes with, so that they read the same runs: CE's learning rate and
+    epochs chosen on dev per task (:func:`recipe_grid`, where ``grid_learning_rates`` and ``grid_epochs`` are
+    given; ``also_tasks``, e.g. the lambda curve's, get theirs too), then the contrastive term's temperature and
+    weight for ``contrastive_grid_methods`` at that recipe (:func:`contrastive_grid`, where both of its lists are
+    given). Both grids use ``grid_seeds``, apart from the table's."""
+    tuned = TunedRecipe(dict(settings))
+    if grid_learning_rates and grid_epochs:
+        tuned.recipe_runs = recipe_grid(model, tasks, grid_learning_rates, grid_epochs, grid_seeds,
+                                        max_train_examples, data_dir, results_dir, **settings)
+        tuned.recipes = chosen_recipes(tuned.recipe_runs)
+        tuned.settings = with_chosen_recipes(settings, tuned.recipes, list(dict.fromkeys([*tasks, *also_tasks])))
+    if contrastive_grid_temperatures and contrastive_grid_weights:
+        tuned.term_runs = contrastive_grid(model, tasks, contrastive_grid_methods, contrastive_grid_temperatures,
+                                           contrastive_grid_weights, grid_seeds, max_train_examples, data_dir,
+                                           results_dir, **tuned.settings)
+        tuned.terms = chosen_terms(tuned.term_runs)
+    return tuned
 
 
 def _ordered(values, order) -> list:
@@ -1106,7 +1142,7 @@ def with_reference(scores: pd.DataFrame, method: str = "acl") -> Spread | None:
 __all__ = ["METHODS", "EXIT_MODES", "MISSING_TASKS", "acl_config", "per_task", "glue_config", "recipe_sentence",
            "run_grid", "lambda_grid", "all_at_floor", "score_table", "baseline_check", "left_out_tasks",
            "recipe_grid", "chosen_recipes", "with_chosen_recipes", "TUNED_AS", "contrastive_grid", "chosen_terms",
-           "term_of", "check_tunable",
+           "term_of", "check_tunable", "TunedRecipe", "tuned_recipe",
            "main_table", "cost_table", "angle_table", "lambda_table", "lambda_spread", "main_claims",
            "majority_count", "lambda_claim", "TimedMultiExitObjective", "exit_grid", "exit_table",
            "exit_curve_table", "shallow_gain_claim", "exit_claims", "multi_exit_claims", "joined_exit_claims",
