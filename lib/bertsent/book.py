@@ -311,7 +311,7 @@ def check_parameter(notebook: str, key: str, value, default, profile_values=()) 
 # Ranges, checked with the types (:func:`check_parameter`) before any work, for parameters and configuration
 # fields of these names: sizes and counts are at least 1, rates and temperatures above 0, a list whose default is
 # not empty must not be empty, and a backbone must be a registered name, a local folder or a hub id (owner/name).
-POSITIVE_INTEGERS = {"ablation_steps", "alpha_sentences", "batch_size", "deep_exit", "epochs", "glue_epochs",
+POSITIVE_INTEGERS = {"ablation_steps", "alpha_sentences", "angle_every", "batch_size", "deep_exit", "epochs", "glue_epochs",
                      "hidden", "latency_examples", "max_dev_examples", "max_examples", "max_fit_sentences",
                      "max_length", "max_pairs", "max_points", "max_triplets", "mlm_eval_pairs", "n_clusters",
                      "n_eval", "n_pairs", "n_train", "overhead_sentences", "repeats", "resamples", "steps", "tokens",

@@ -41,13 +41,13 @@ class Constructed(torch.nn.Module):
         self.classifier = torch.nn.Linear(1, 1, bias=False)
 
 
-def constructed_step(a, b, processes=1, weight=0.5, gate=True):
+def constructed_step(a, b, processes=1, weight=0.5, gate=True, objective=None):
     model = Constructed()
     w = model.bert.weight[0]
     ce, term = w @ torch.tensor(a), w @ torch.tensor(b)
     losses = {"ce": ce, "contrastive": term, "loss": ce + weight * term}
     accelerator = SimpleNamespace(num_processes=processes, scaler=None, backward=lambda loss: loss.backward())
-    objective = ContrastiveObjective(AclConfig(weight=weight, gradient_gate=gate))
+    objective = objective or ContrastiveObjective(AclConfig(weight=weight, gradient_gate=gate))
     objective.backward(SimpleNamespace(accelerator=accelerator), model, losses)
     return model.bert.weight.grad[0].tolist(), objective, losses
 
@@ -67,6 +67,20 @@ def test_acl_grad_drops_the_term_exactly_above_90_degrees(processes):
     assert objective.last["angle"] > 90
 
 
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_sparser_angle_measures_every_nth_step_and_leaves_the_update_as_it_was(processes):
+    objective = ContrastiveObjective(AclConfig(gradient_gate=False, angle_every=2))
+    logged = []
+    for _ in range(3):
+        grad, objective, _ = constructed_step([1.0, 0.0], [-1.0, 0.1], processes, objective=objective)
+        assert grad == pytest.approx([0.5, 0.05])  # CE + lambda * term, measured or not
+        logged.append(dict(objective.last))
+    assert ["angle" in row for row in logged] == [True, False, True]
+    assert len(objective.angles) == 2 and objective.calls == [3]
+    assert "acl_angle_every" not in ContrastiveObjective(AclConfig()).describe()  # the keys stored before it
+    assert ContrastiveObjective(AclConfig(gradient_gate=False, angle_every=3)).describe()["acl_angle_every"] == 3
+
+
 def test_logit_distillation_is_zero_on_the_teacher_and_positive_elsewhere():
     teacher = torch.tensor([[2.0, -1.0], [0.0, 1.0]])
     assert logit_distillation(teacher.clone(), teacher).item() == pytest.approx(0.0, abs=1e-7)
@@ -80,6 +94,10 @@ def test_bad_configurations_are_refused():
         AclConfig(loss="ce")
     with pytest.raises(ValueError, match="mode must be one of"):
         MultiExitConfig(mode="pabee")
+    with pytest.raises(ValueError, match="angle_every=1 with gradient_gate=True"):
+        AclConfig(angle_every=2)
+    with pytest.raises(ValueError, match="whole number >= 1"):
+        AclConfig(gradient_gate=False, angle_every=0)
 
 
 SMALL = dict(max_train_examples=16, batch_size=8, epochs=1, max_length=32, learning_rate=1e-3)
@@ -380,8 +398,10 @@ def test_kd_distils_the_last_exit_into_the_shallow_ones(three_exit_path, monkeyp
     assert all(g is None or g.abs().sum() == 0 for g in grads[1:]), "the guide pulls the last exit (the teacher)"
 
 
+@pytest.mark.parametrize("acl, measured", [({}, 10), ({"gradient_gate": False, "angle_every": 3}, 4)])
 def test_an_acl_run_interrupted_by_ctrl_c_resumes_and_ends_with_the_uninterrupted_numbers(tiny_bert, tmp_path,
-                                                                                           monkeypatch, capsys):
+                                                                                           monkeypatch, capsys, acl,
+                                                                                           measured):
     """A KeyboardInterrupt in the middle of step 5 (after the checkpoint of step 4, checkpoints after every step
     here): the call again resumes from step 4 and ends with the same weights, gradient angles, dropped steps and
     history as a run never interrupted."""
@@ -391,7 +411,7 @@ def test_an_acl_run_interrupted_by_ctrl_c_resumes_and_ends_with_the_uninterrupte
     config = GlueConfig(**RESUMABLE)
     straight_history, resumed_history = [], []
     straight = finetune_glue(tiny_bert, "RTE", config, history=straight_history, run_dir=tmp_path / "straight",
-                             objective=_with_weights(ContrastiveObjective, AclConfig()))
+                             objective=_with_weights(ContrastiveObjective, AclConfig(**acl)))
     batches = GlueMethod.batches
 
     def interrupted(self, step):
@@ -402,12 +422,12 @@ def test_an_acl_run_interrupted_by_ctrl_c_resumes_and_ends_with_the_uninterrupte
     monkeypatch.setattr(GlueMethod, "batches", interrupted)
     with pytest.raises(KeyboardInterrupt):
         finetune_glue(tiny_bert, "RTE", config, history=[], run_dir=tmp_path / "split", checkpoint_minutes=0,
-                      objective=_with_weights(ContrastiveObjective, AclConfig()))
+                      objective=_with_weights(ContrastiveObjective, AclConfig(**acl)))
     monkeypatch.setattr(GlueMethod, "batches", batches)
     capsys.readouterr()
     resumed = finetune_glue(tiny_bert, "RTE", config, history=resumed_history, run_dir=tmp_path / "split",
-                            checkpoint_minutes=0, objective=_with_weights(ContrastiveObjective, AclConfig()))
+                            checkpoint_minutes=0, objective=_with_weights(ContrastiveObjective, AclConfig(**acl)))
     assert "resuming split from step 4 (checkpoint" in capsys.readouterr().err
-    assert resumed["measured_steps"] == 10 and straight["angle_mean"] is not None
+    assert resumed["measured_steps"] == measured and straight["angle_mean"] is not None
     assert_same_run(straight, resumed)
     assert resumed_history == straight_history  # every step's angle, CE and contrastive term, and the running loss

@@ -183,7 +183,7 @@ def _objective(run: PageRun, parameters: dict, terms: tuple[float, float]):
     if run.page == "acl_multi_exit":
         return acl.exit_objective(run.method, weight, temperature, parameters["thresholds"],
                                   parameters["latency_examples"])
-    return acl.method_objective(run.method, weight, temperature)
+    return acl.method_objective(run.method, weight, temperature, parameters["angle_every"])
 
 
 def stored_runs(page: str, profile: str = "quick", overrides: dict | None = None, results_dir=None,
@@ -244,7 +244,7 @@ def train_run(run: PageRun, profile: str = "quick", overrides: dict | None = Non
                       parameters["latency_examples"], parameters["data_dir"], results_dir, **settings)
     else:
         acl.run_grid(model, [run.task], [run.method], [run.seed], *shared, parameters["data_dir"], results_dir,
-                     **settings)
+                     angle_every=parameters["angle_every"], **settings)
 
 
 def main(argv=None) -> int:

@@ -56,21 +56,24 @@ ANGLE_PAIRS = {"ce_scl": "CE vs SCL", "acl_embed": "CE vs ACL-Embed", "acl": "CE
                "scl_grad": "CE vs SCL (gated)"}
 
 
-def acl_config(method: str, weight: float = 0.5, temperature: float = 0.3) -> AclConfig | None:
+def acl_config(method: str, weight: float = 0.5, temperature: float = 0.3, angle_every: int = 1) -> AclConfig | None:
     """The ACL configuration of a method of :data:`METHODS` (``ce``: None, the recipe itself; ``scl_grad``: SCL
-    under ACL-Grad's gate, ACL without its label embeddings, for the component ablation)."""
+    under ACL-Grad's gate, ACL without its label embeddings, for the component ablation). ``angle_every``: an
+    ungated method measures the angle on every so-many-th step only (the gated ones need it every step)."""
     if method not in METHODS:
         raise ValueError(f"Unknown method {method!r}; known: {', '.join(METHODS)}.")
     if method == "ce":
         return None
     loss = "scl" if method in ("ce_scl", "scl_grad") else "acl_embed"
-    return AclConfig(loss=loss, weight=float(weight), temperature=float(temperature),
-                     gradient_gate=method in ("acl", "scl_grad"), measure_angle=True)
+    gated = method in ("acl", "scl_grad")
+    return AclConfig(loss=loss, weight=float(weight), temperature=float(temperature), gradient_gate=gated,
+                     measure_angle=True, angle_every=1 if gated else int(angle_every))
 
 
-def method_objective(method: str, weight: float = 0.5, temperature: float = 0.3) -> ContrastiveObjective | None:
+def method_objective(method: str, weight: float = 0.5, temperature: float = 0.3,
+                     angle_every: int = 1) -> ContrastiveObjective | None:
     """The fine-tuning objective of a method of :data:`METHODS` (``ce``: None, the plain recipe)."""
-    config = acl_config(method, weight, temperature)
+    config = acl_config(method, weight, temperature, angle_every)
     return None if config is None else ContrastiveObjective(config)
 
 
@@ -155,7 +158,7 @@ def _run_row(stored, method: str, task: str, seed: int, weight: float | None,
 
 def run_grid(model, tasks, methods, seeds, max_train_examples: dict | None = None, weight: float = 0.5,
              temperature: float = 0.3, data_dir=None, results_dir=None, terms: pd.DataFrame | None = None,
-             **settings) -> tuple[pd.DataFrame, pd.DataFrame]:
+             angle_every: int = 1, **settings) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Fine-tune (or reuse) every method x task x seed; returns (runs, angles).
 
     ``runs``: one row per fine-tuning (method, task, seed, weight, temperature, metric, score, accuracy / f1 / mcc,
@@ -165,7 +168,9 @@ def run_grid(model, tasks, methods, seeds, max_train_examples: dict | None = Non
     ``angles``: one row per training step of the contrastive methods (method, task, seed, weight, step, angle,
     dropped). ``settings``: :class:`~bertsent.training.glue.GlueConfig` fields shared by every run. ``terms``
     (:func:`chosen_terms`): a method's weight and temperature chosen on dev per task, where it has them (the gated
-    method takes its ungated one's, :data:`TUNED_AS`); else ``weight`` and ``temperature``.
+    method takes its ungated one's, :data:`TUNED_AS`); else ``weight`` and ``temperature``. ``angle_every``: the
+    ungated methods measure the angle on every so-many-th step only (:class:`AclConfig`); ``angles`` holds the
+    measured steps.
     """
     from .runs import glue_run
 
@@ -175,13 +180,15 @@ def run_grid(model, tasks, methods, seeds, max_train_examples: dict | None = Non
             for seed in seeds_of(seeds, task):
                 config = glue_config(task, seed, max_train_examples, **settings)
                 run_weight, run_temperature = term_of(terms, method, task, weight, temperature)
-                objective = method_objective(method, run_weight, run_temperature)
+                objective = method_objective(method, run_weight, run_temperature, angle_every)
                 stored = glue_run(model, task, config, data_dir, results_dir, objective)
                 rows.append(_run_row(stored, method, task, int(seed),
                                      *((None, None) if objective is None else (run_weight, run_temperature))))
                 if objective is not None:
                     history = stored.history()
-                    steps = history[history["step"] > 0] if "angle" in history else history.iloc[0:0]
+                    # a measured step logs whether it dropped the term; a step left unmeasured logs neither
+                    steps = (history[(history["step"] > 0) & history["dropped"].notna()] if "angle" in history
+                             else history.iloc[0:0])
                     if len(steps):
                         angles.append(pd.DataFrame({
                             "method": method, "task": task, "seed": int(seed), "weight": run_weight,
@@ -194,10 +201,11 @@ def run_grid(model, tasks, methods, seeds, max_train_examples: dict | None = Non
 
 
 def lambda_grid(model, task: str, weights, seeds, methods=("acl_embed", "acl"), max_train_examples=None,
-                temperature: float = 0.3, data_dir=None, results_dir=None, **settings) -> pd.DataFrame:
+                temperature: float = 0.3, data_dir=None, results_dir=None, angle_every: int = 1,
+                **settings) -> pd.DataFrame:
     """The runs of the lambda-sensitivity table: ``methods`` (with and without ACL-Grad) at every ``weight``."""
     parts = [run_grid(model, [task], methods, seeds, max_train_examples, w, temperature, data_dir, results_dir,
-                      **settings)[0] for w in weights]
+                      angle_every=angle_every, **settings)[0] for w in weights]
     return pd.concat(parts, ignore_index=True)
 
 
@@ -261,13 +269,13 @@ def check_tunable(methods) -> list[str]:
 
 
 def contrastive_grid(model, tasks, methods, temperatures, weights, seeds, max_train_examples: dict | None = None,
-                     data_dir=None, results_dir=None, **settings) -> pd.DataFrame:
+                     data_dir=None, results_dir=None, angle_every: int = 1, **settings) -> pd.DataFrame:
     """Each of ``methods`` (ungated: ``ce_scl``, ``acl_embed``) fine-tuned (or reused) at every temperature x weight
     on each task, with the grid's own ``seeds`` and the task's recipe in ``settings`` (the one CE's grid chose):
     one row per run as :func:`run_grid` gives it. :func:`chosen_terms` picks each method's temperature and weight
     per task from it (Gunel et al. 2021 tune SCL's this way, on dev)."""
     parts = [run_grid(model, tasks, [method], seeds, max_train_examples, float(weight), float(temperature),
-                      data_dir, results_dir, **settings)[0]
+                      data_dir, results_dir, angle_every=angle_every, **settings)[0]
              for method in check_tunable(methods) for temperature in temperatures for weight in weights]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
@@ -312,7 +320,8 @@ class TunedRecipe:
 
 def tuned_recipe(model, tasks, settings: dict, max_train_examples: dict | None = None, grid_learning_rates=(),
                  grid_epochs=(), grid_seeds=(0,), contrastive_grid_temperatures=(), contrastive_grid_weights=(),
-                 contrastive_grid_methods=("ce_scl",), data_dir=None, results_dir=None, also_tasks=()) -> TunedRecipe:
+                 contrastive_grid_methods=("ce_scl",), data_dir=None, results_dir=None, also_tasks=(),
+                 angle_every: int = 1) -> TunedRecipe:
     """The recipe every page of the chapter fine-tunes with, so that they read the same runs: CE's learning rate and
     epochs chosen on dev per task (:func:`recipe_grid`, where ``grid_learning_rates`` and ``grid_epochs`` are
     given; ``also_tasks``, e.g. the lambda curve's, get theirs too), then the contrastive term's temperature and
@@ -327,7 +336,7 @@ def tuned_recipe(model, tasks, settings: dict, max_train_examples: dict | None =
     if contrastive_grid_temperatures and contrastive_grid_weights:
         tuned.term_runs = contrastive_grid(model, tasks, contrastive_grid_methods, contrastive_grid_temperatures,
                                            contrastive_grid_weights, grid_seeds, max_train_examples, data_dir,
-                                           results_dir, **tuned.settings)
+                                           results_dir, angle_every, **tuned.settings)
         tuned.terms = chosen_terms(tuned.term_runs)
     return tuned
 

@@ -97,7 +97,10 @@ class AclConfig:
     gradient_gate: bool = True  # ACL-Grad
     angle_threshold: float = 90.0  # gamma_thres, degrees
     angle_parameters: str = "encoder"  # "encoder" or "all"
-    measure_angle: bool = True  # log the angle every step (always when the gate is on)
+    measure_angle: bool = True  # log the angle (every step when the gate is on)
+    # without the gate: measure (two backward passes) on every angle_every-th step only, and take one backward pass of
+    # CE + lambda * term on the others: the same update, at about half the cost (1 keeps a run's key as it was)
+    angle_every: int = 1
 
     def __post_init__(self):
         if self.loss not in CONTRASTIVE_LOSSES:
@@ -107,6 +110,11 @@ class AclConfig:
         if self.loss == "ce" and self.gradient_gate:
             raise ValueError("ACL-Grad gates a contrastive term, and loss='ce' has none. Fix: gradient_gate=False, "
                              "or loss='scl' / 'acl_embed'.")
+        if int(self.angle_every) != self.angle_every or self.angle_every < 1:
+            raise ValueError(f"AclConfig.angle_every must be a whole number >= 1, not {self.angle_every!r}.")
+        if self.gradient_gate and self.angle_every != 1:
+            raise ValueError("ACL-Grad decides every step from that step's angle, so it measures every step. Fix: "
+                             "angle_every=1 with gradient_gate=True (sparser measurement is for ungated runs).")
         if self.temperature <= 0 or self.weight < 0:
             raise ValueError(f"temperature must be > 0 and weight >= 0; got {self.temperature} and {self.weight}.")
 
@@ -141,20 +149,31 @@ class ContrastiveObjective(GlueObjective):
         self.last: dict = {}
         self.angles: list[float] = []
         self.dropped: list[bool] = []
+        self.calls: list[int] = [0]  # backward passes so far (a list: the checkpointed log state refers to it)
 
     def describe(self) -> dict:
-        return {f"acl_{key}": value for key, value in asdict(self.config).items()}
+        # angle_every = 1 (every step) is left out, so the runs stored before the field existed keep their keys
+        return {f"acl_{key}": value for key, value in asdict(self.config).items()
+                if not (key == "angle_every" and value == 1)}
 
     def log_state(self) -> dict:
-        return {"angles": self.angles, "dropped": self.dropped}
+        return {"angles": self.angles, "dropped": self.dropped, "calls": self.calls}
 
     def load_log_state(self, state: dict) -> None:
         # the checkpoint's own lists: the loop state keeps referring to what the next steps append to
         self.angles, self.dropped = state.setdefault("angles", []), state.setdefault("dropped", [])
+        self.calls = state.setdefault("calls", [len(self.angles)])
 
     def build_model(self, model_path: str, num_labels: int = 2) -> torch.nn.Module:
-        self.last, self.angles, self.dropped = {}, [], []  # one fine-tuning's log (the objective can be reused)
+        self.last, self.angles, self.dropped, self.calls = {}, [], [], [0]  # one fine-tuning's log
         return super().build_model(model_path, num_labels)
+
+    def measures_now(self) -> bool:
+        """Whether this backward pass measures the angle: every pass with the gate; without it, the first of every
+        ``angle_every`` (none when ``measure_angle`` is off)."""
+        config = self.config
+        return config.loss != "ce" and (config.gradient_gate or
+                                        (config.measure_angle and self.calls[0] % config.angle_every == 0))
 
     def loss(self, model, batch) -> dict:
         module, kind, classifier = _head(model)
@@ -179,7 +198,9 @@ class ContrastiveObjective(GlueObjective):
 
     def backward(self, method, model, losses: dict) -> None:
         config = self.config
-        if config.loss == "ce" or not (config.gradient_gate or config.measure_angle):
+        measure = self.measures_now()
+        self.calls[0] += 1
+        if not measure:
             term = losses.get("contrastive")
             self.last = {"ce": float(losses["ce"].detach()),
                          "contrastive": math.nan if term is None else float(term.detach())}
