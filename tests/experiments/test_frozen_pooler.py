@@ -86,6 +86,10 @@ def test_a_trained_run_is_recorded_whole_and_verifies(arm):
     assert set(scores["dataset"]) == {"stsb", "sickr"} and set(scores["aggregation"]) == {"all", "wmean"}
     stsb = scores[(scores["dataset"] == "stsb") & (scores["aggregation"] == "all")]["spearman"].iloc[0]
     assert train["stsb_test"] == pytest.approx(stsb) and train["avg7"] is None  # 2 of the 7 sets here
+    cosines = stored.scores(fp.PAIR_COSINES, fp.pair_cosine_settings(first))  # what a paired bootstrap reads
+    from scipy.stats import spearmanr
+    assert list(cosines["pair"]) == [0, 1, 2, 3, 4] and list(cosines["gold"]) == [1.0, 0.5, 0.0, 1.5, 4.0]
+    assert 100 * spearmanr(cosines["gold"], cosines["cosine"])[0] == pytest.approx(stsb)
     alpha = pd.read_csv(next(stored.directory.glob("alpha_test-*.csv")))
     matrix = alpha.pivot(index="query", columns="key", values="alpha").to_numpy()
     np.testing.assert_allclose(matrix.sum(axis=1), 1.0, rtol=1e-6)

@@ -165,6 +165,25 @@ def sts_scores(vectors: np.ndarray, states: LayerStates, datasets: dict[str, STS
     return pd.DataFrame(rows, columns=["dataset", "aggregation", "spearman"])
 
 
+PAIR_COSINES = "stsb_pair_cosines"  # the evaluation a paired bootstrap of two runs' STS-B difference reads
+
+
+def pair_cosine_table(vectors: np.ndarray, states: LayerStates, dataset: STSDataset) -> pd.DataFrame:
+    """The cosine of every pair of ``dataset`` (its subsets in order) beside its gold score: columns pair, gold,
+    cosine; ``vectors`` row i = ``states`` sentence i. Two runs scored on the same pairs can then be compared with
+    a paired bootstrap (:func:`frozen_paired_noise`)."""
+    index = states.index
+    first = [index[s] for pairs in dataset.subsets.values() for s in pairs.sentences1]
+    second = [index[s] for pairs in dataset.subsets.values() for s in pairs.sentences2]
+    gold = np.concatenate([np.asarray(pairs.scores, dtype=float) for pairs in dataset.subsets.values()])
+    return pd.DataFrame({"pair": np.arange(len(gold)), "gold": gold,
+                         "cosine": np.asarray(cosine_rows(vectors[first], vectors[second]), dtype=float)})
+
+
+def pair_cosine_settings(run: "FrozenRun") -> dict:
+    return {"dataset": "stsb", "pairs": int(run.test_pairs["stsb"]), "max_length": MAX_LENGTH}
+
+
 def dev_scorer(states: LayerStates, dev: STSDataset):
     """``pooler -> (STS-B dev Spearman "all", layer-weight entropy ratio over the dev sentences)``."""
     def score(pooler):
@@ -297,6 +316,8 @@ def execute(run: FrozenRun, states: BackboneStates, dev: STSDataset, test_sets: 
     settings = {"datasets": dict(run.test_pairs), "max_length": MAX_LENGTH}
     stored.directory.mkdir(parents=True, exist_ok=True)
     _write_evaluation(stored, "sts_test", settings, scores)
+    _write_evaluation(stored, PAIR_COSINES, pair_cosine_settings(run),
+                      pair_cosine_table(vectors, states.test, test_sets["stsb"]))
     if alpha is not None:
         n = alpha.shape[0]
         _write_evaluation(stored, "alpha_test", {**settings, "sentences": len(states.test)},
