@@ -247,3 +247,71 @@ def test_findings_say_whether_a_gap_is_beyond_the_noise_and_name_a_pooler_one_ho
     far = fp.frozen_findings(summary(70.0, 0.7, 1e-30), weights)
     assert "beats the best fixed readout" in far and "one-hot before its first step" in far
     assert "below" in fp.frozen_findings(summary(30.0, 0.7, 0.9), weights)
+
+
+def _recorded_without_pair_cosines(fp, stored):
+    """A run as recorded before the per-pair cosines existed: their file and entry removed, the manifest rewritten."""
+    from bertsent.experiments.store import write_manifest
+
+    described = json.loads((stored.directory / "evaluations.json").read_text())
+    name = next(n for n, entry in described.items() if entry["evaluation"] == fp.PAIR_COSINES)
+    (stored.directory / name).unlink()
+    (stored.directory / "evaluations.json").write_text(json.dumps({k: v for k, v in described.items() if k != name}))
+    write_manifest(stored.directory)
+    stored.verify()
+
+
+def test_per_pair_cosines_are_added_to_an_older_record_only_where_training_again_reproduces_it(arm):
+    fp, states, run = arm
+    trained, fixed = run("att_both_cls"), run("mean_last")
+    first = {}
+    for one in (trained, fixed):
+        stored = fp.execute(one, states, DEV, TESTS, log=lambda _: None)
+        first[one.key] = stored.scores(fp.PAIR_COSINES, fp.pair_cosine_settings(one))
+        _recorded_without_pair_cosines(fp, stored)
+    assert not fp.has_pair_cosines(trained) and fp.pair_cosines([trained, fixed]).empty
+    log = []
+    added = fp.add_pair_cosines([trained, fixed], log=log.append, loaded={trained.backbone: states}, dev=DEV,
+                                test_sets=TESTS)
+    assert [r.key for r in added] == [trained.key, fixed.key] and "reproduced exactly" in log[-1]
+    for one in (trained, fixed):
+        one.stored.verify()
+        pd.testing.assert_frame_equal(one.stored.scores(fp.PAIR_COSINES, fp.pair_cosine_settings(one)), first[one.key])
+    assert fp.add_pair_cosines([trained, fixed]) == []  # nothing left to add
+    # a record that training again does not reproduce keeps no cosines
+    other = run("att_mean")
+    stored = fp.execute(other, states, DEV, TESTS, log=lambda _: None)
+    _recorded_without_pair_cosines(fp, stored)
+    train = json.loads((stored.directory / "train.json").read_text())
+    train["best_dev"] += 1.0
+    train["summary"]["best_dev"] += 1.0
+    stored.record(train, stored.history())
+    log = []
+    assert fp.add_pair_cosines([other], log=log.append, loaded={other.backbone: states}, dev=DEV,
+                               test_sets=TESTS) == []
+    assert "does not reproduce" in log[-1] and not fp.has_pair_cosines(other)
+
+
+def test_a_paired_bootstrap_replaces_fishers_z_only_where_every_seed_of_both_sides_has_its_cosines():
+    import bertsent.experiments.frozen_pooler as fp
+
+    rng = np.random.default_rng(0)
+    gold = rng.normal(size=300)
+    rows = [("b", "att_both_cls", seed, gold + rng.normal(scale=0.5, size=300)) for seed in (42, 43)]
+    rows += [("b", "cls_mean_last", 0, gold + rng.normal(scale=1.0, size=300)),
+             ("b", "att_both", 42, gold + rng.normal(scale=0.7, size=300))]  # att_both: one of its two seeds
+    cosines = pd.concat([pd.DataFrame({"backbone": b, "pooling": p, "seed": s, "pair": np.arange(300), "gold": gold,
+                                       "cosine": c}) for b, p, s, c in rows], ignore_index=True)
+    summary = pd.DataFrame({"backbone": "b", "pooling": ["att_both_cls", "att_both", "cls_mean_last"],
+                            "seeds": [2, 2, 1], "stsb_test": [80.0, 78.0, 70.0], "stsb_test_sd": [0.5, 0.5, np.nan],
+                            "stsb_pairs": 300})
+    noise = fp.frozen_paired_noise(cosines, summary, resamples=200)
+    judged = set(zip(noise["better_pooling"], noise["worse_pooling"]))
+    assert ("att_both_cls", "cls_mean_last") in judged and not any("att_both" in pair for pair in judged)
+    claims = fp.frozen_claims(summary, pd.Series(dtype=float), noise=noise).set_index("claim")
+    paired = claims.loc["att_both_cls > cls_mean_last (stsb)"]
+    unpaired = claims.loc["att_both > cls_mean_last (stsb)"]
+    assert "bootstrap" in paired["noise_source"] and "300 STS-B test pairs" in paired["noise_source"]
+    assert "bootstrap" not in unpaired["noise_source"]
+    assert paired["tolerance"] < fp.frozen_claims(summary, pd.Series(dtype=float)).set_index("claim").loc[
+        "att_both_cls > cls_mean_last (stsb)", "tolerance"]

@@ -292,7 +292,7 @@ def judged_sides(claims=RQ1_CLAIMS, pooler: str = PAPER_POOLER) -> list[tuple]:
             + [((pooler, readout), (readout, "pooled")) for readout in ("cls_last", "mean_last")])
 
 
-def _paired(noise: pd.DataFrame | None, backbone: str, better: tuple, worse: tuple):
+def paired_evaluation(noise: pd.DataFrame | None, backbone: str, better: tuple, worse: tuple):
     """The stored paired bootstrap of this difference as an Evaluation, or None."""
     from ..report.claims import bootstrap_evaluation
 
@@ -393,7 +393,7 @@ def pooling_claims(scores: pd.DataFrame, paper: pd.Series, claims=RQ1_CLAIMS, me
                               None if pd.isna(effect) else float(effect),
                               seed_noise(_side(a[f"{metric}_sd"], a["seeds"]), _side(b[f"{metric}_sd"], b["seeds"]),
                                          reference=lent,
-                                         evaluation=(metric == "stsb" and _paired(paired, backbone, (better, "pooled"),
+                                         evaluation=(metric == "stsb" and paired_evaluation(paired, backbone, (better, "pooled"),
                                                                                   (worse, "pooled")))
                                          or _evaluation(pairs, a, b, metric)),
                               backbone=backbone, rq="RQ1"))
@@ -437,7 +437,7 @@ def rq4_claims(table: pd.DataFrame, pooler: str = PAPER_POOLER, metric: str = "s
                           a[metric] - b[metric], None,
                           seed_noise(_side(a[f"{metric}_sd"], a["seeds"]), _side(b[f"{metric}_sd"], b["seeds"]),
                                      reference=lent,
-                                     evaluation=(metric == "stsb" and _paired(paired, backbone, (pooler, readout),
+                                     evaluation=(metric == "stsb" and paired_evaluation(paired, backbone, (pooler, readout),
                                                                               (readout, "pooled")))
                                      or _evaluation(pairs, a, b, metric)),
                           backbone=backbone, rq="RQ4"))

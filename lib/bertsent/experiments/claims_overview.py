@@ -234,7 +234,13 @@ def attention_pooling_claims(inputs_dir=None, per_page: bool = False) -> dict[st
     retrieval = read_results("attention_pooling_search", "attention_pooling/retrieval.csv", inputs_dir, per_page)
     search = reported.layer_attention_search()
     frozen = read_results("attention_pooling_frozen", "attention_pooling/frozen_summary.csv", inputs_dir, per_page)
-    return {"attention_pooling/claims_frozen.csv": frozen_claims(frozen, reported.layer_attention_stsb()),
+    try:  # the paired bootstrap of the frozen arm's differences (pages before 2026-12-06 did not write it)
+        frozen_noise = read_results("attention_pooling_frozen", "attention_pooling/frozen_paired_noise.csv",
+                                    inputs_dir, per_page)
+    except MissingResults:
+        frozen_noise = None
+    return {"attention_pooling/claims_frozen.csv": frozen_claims(frozen, reported.layer_attention_stsb(),
+                                                                 noise=frozen_noise),
             "attention_pooling/claims_ablation.csv": pd.concat([t for t in (rq1, rq4) if len(t)], ignore_index=True),
             "attention_pooling/claims_geometry.csv": pooled_geometry_claims(geometry[geometry["readout"] == "pooled"]),
             "attention_pooling/claims_search.csv": search_claims(

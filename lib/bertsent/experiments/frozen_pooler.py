@@ -413,6 +413,88 @@ def train_missing(runs: list[FrozenRun], log=print) -> list[FrozenRun]:
     return missing
 
 
+def has_pair_cosines(run: FrozenRun) -> bool:
+    return run.stored.exists and run.stored.scores(PAIR_COSINES, pair_cosine_settings(run)) is not None
+
+
+def add_pair_cosines(runs: list[FrozenRun], log=print, loaded: dict | None = None, dev: STSDataset | None = None,
+                     test_sets: dict | None = None) -> list[FrozenRun]:
+    """Give every recorded run of ``runs`` recorded without them its per-pair STS-B test cosines
+    (:data:`PAIR_COSINES`): a fixed readout is scored again from the cached states (it is deterministic); a trained
+    pooler is trained again from its seed in a scratch store, and its cosines are added only if it reproduces the
+    recorded run exactly (selected step, best dev, STS-B test and avg7), else the run is left as it is and the
+    difference logged. Returns the runs given them. ``loaded`` (backbone -> its states), ``dev`` and
+    ``test_sets``: what :func:`backbone_states` and the data would give (read from them where not given)."""
+    import tempfile
+
+    todo = [run for run in runs if run.stored.exists and not has_pair_cosines(run)]
+    if not todo:
+        return []
+    data = todo[0].data
+    dev, test_sets = dev or data.dev(), test_sets or data.test_sets()
+    loaded = dict(loaded or {})
+    added = []
+    for run in todo:
+        if run.backbone not in loaded:
+            loaded[run.backbone] = backbone_states(run.backbone, data, log=log)
+        states = loaded[run.backbone]
+        settings = pair_cosine_settings(run)
+        if not run.config.trainable:
+            vectors, _ = encode_states(run.config.pooling, states.test.s, states.test.t)
+            run.stored.add_scores(PAIR_COSINES, settings, pair_cosine_table(vectors, states.test, test_sets["stsb"]))
+            added.append(run)
+            continue
+        with tempfile.TemporaryDirectory(prefix="frozen-again-") as scratch:
+            again = execute(FrozenRun(run.backbone, run.config, run.data, run.dev_pairs, run.test_pairs, scratch),
+                            states, dev, test_sets, log=log)
+            recorded, reproduced = run.stored.train(), again.train()
+            differs = {key: (recorded[key], reproduced[key]) for key in ("best_step", "best_dev", "stsb_test", "avg7")
+                       if recorded[key] != reproduced[key]}
+            if differs:
+                log(f"{run.key}: trained again, it does not reproduce the recorded run ({differs}; recorded with "
+                    f"{recorded.get('torch_threads')} thread(s)): its cosines are not added")
+                continue
+            run.stored.add_scores(PAIR_COSINES, settings, again.scores(PAIR_COSINES, settings))
+        added.append(run)
+        log(f"{run.key}: reproduced exactly; per-pair cosines added")
+    return added
+
+
+def pair_cosines(runs: list[FrozenRun]) -> pd.DataFrame:
+    """Per-pair STS-B test cosines of every recorded run that has them: columns backbone, pooling, seed, pair, gold,
+    cosine (a fixed readout's seed is 0)."""
+    parts = [run.stored.scores(PAIR_COSINES, pair_cosine_settings(run)).assign(
+        backbone=run.backbone, pooling=run.config.pooling, seed=run.config.seed)
+        for run in runs if has_pair_cosines(run)]
+    columns = ["backbone", "pooling", "seed", "pair", "gold", "cosine"]
+    return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
+
+
+def frozen_paired_noise(cosines: pd.DataFrame, summary: pd.DataFrame, claims=None,
+                        resamples: int = 1000) -> pd.DataFrame:
+    """The paired bootstrap standard error of STS-B test ``better`` minus ``worse`` (mean over seeds) per backbone,
+    for every claim of ``claims`` (default: RQ1's) and every trained pooler against every fixed readout (what the
+    findings compare), where *every* recorded seed of both sides has its per-pair cosines (else the difference
+    keeps the unpaired noise of :func:`difference_noise`). Columns as
+    :func:`~bertsent.experiments.attention_pooling.paired_noise` gives them (readouts "pooled")."""
+    from .attention_pooling import RQ1_CLAIMS, paired_noise
+
+    columns = ["backbone", "better_pooling", "better_readout", "worse_pooling", "worse_readout", "pairs", "resamples",
+               "se"]
+    if not len(cosines) or not len(summary):
+        return pd.DataFrame(columns=columns)
+    have = cosines.groupby(["backbone", "pooling"])["seed"].nunique()
+    expected = summary.set_index(["backbone", "pooling"])["seeds"]
+    complete = [key for key, count in have.items() if key in expected.index and count == expected[key]]
+    cosines = cosines.set_index(["backbone", "pooling"]).loc[complete].reset_index() if complete else cosines.iloc[0:0]
+    poolings = list(dict.fromkeys(summary["pooling"]))
+    pairs = list(dict.fromkeys([*(claims or RQ1_CLAIMS), *[(t, f) for t in poolings if t in TRAINED
+                                                          for f in poolings if f not in TRAINED]]))
+    noise = paired_noise(cosines.assign(readout="pooled"), [((a, "pooled"), (b, "pooled")) for a, b in pairs],
+                         resamples)
+    return noise[columns]
+
+
 def missing_runs(runs: list[FrozenRun]) -> pd.DataFrame:
     """The runs of ``runs`` not recorded (backbone, pooling, seed), with the command that trains them."""
     rows = [{"backbone": r.backbone, "pooling": r.config.pooling, "seed": r.config.seed if r.config.trainable else "-",
@@ -461,10 +543,10 @@ def layer_weight_table(alphas: dict[str, np.ndarray], pooling: str) -> pd.DataFr
     return pd.DataFrame(rows, columns=["backbone", "pooling", "state", "weight", "uniform", "entropy_ratio"])
 
 
-def frozen_findings(summary: pd.DataFrame, weights: pd.DataFrame) -> str:
+def frozen_findings(summary: pd.DataFrame, weights: pd.DataFrame, noise: pd.DataFrame | None = None) -> str:
     """The page's headline in words, per backbone: the best trained pooler against the best fixed readout on STS-B
-    test (beyond or within the noise of :func:`difference_noise`), whether its layer weights were one-hot before
-    training, and where the layer weights went."""
+    test (beyond or within the noise of :func:`difference_noise`, paired where ``noise`` has the difference),
+    whether its layer weights were one-hot before training, and where the layer weights went."""
     lines = []
     for backbone, group in summary.groupby("backbone", sort=False):
         trained, fixed = group[group["pooling"].isin(TRAINED)], group[~group["pooling"].isin(TRAINED)]
@@ -473,7 +555,8 @@ def frozen_findings(summary: pd.DataFrame, weights: pd.DataFrame) -> str:
         best = trained.loc[trained["stsb_test"].idxmax()]
         plain = fixed.loc[fixed["stsb_test"].idxmax()]
         gap = float(best["stsb_test"] - plain["stsb_test"])
-        tolerance = difference_noise(best, best["pooling"], plain, plain["pooling"]).tolerance
+        tolerance = difference_noise(best, best["pooling"], plain, plain["pooling"],
+                                     _paired(noise, backbone, best["pooling"], plain["pooling"])).tolerance
         verb = ("beats" if gap > 0 else "stays below") if abs(gap) > tolerance else (
             "scores above, within the noise," if gap > 0 else "scores below, within the noise,")
         noise = ("" if pd.isna(tolerance) else f": {gap:+.2f}, tolerance {tolerance:.2f}")
@@ -502,12 +585,14 @@ def frozen_findings(summary: pd.DataFrame, weights: pd.DataFrame) -> str:
     return "With the encoder frozen and the pooler trained to convergence: " + "; ".join(lines) + "."
 
 
-def frozen_claims(summary: pd.DataFrame, paper: pd.Series, claims=None) -> pd.DataFrame:
+def frozen_claims(summary: pd.DataFrame, paper: pd.Series, claims=None, noise: pd.DataFrame | None = None
+                  ) -> pd.DataFrame:
     """RQ1 ("learned layer-wise pooling beats fixed pooling") on the frozen encoder: each (better, worse) pair of
     :data:`~bertsent.experiments.attention_pooling.RQ1_CLAIMS` judged on STS-B test with
     :func:`~bertsent.report.claims.judge`. The paper's effect is the difference of its two figures where it reports
     both, else a direction. Noise: the trained side's seed spread (a fixed readout is deterministic: no seed, no
-    spread) and the sampling noise of the STS-B test pairs scored (``stsb_pairs``). The paper fine-tuned the encoder with its
+    spread) and the sampling noise of the STS-B test pairs scored (``stsb_pairs``): paired where ``noise``
+    (:func:`frozen_paired_noise`) has the difference, else Fisher's z with the sides independent. The paper fine-tuned the encoder with its
     pooler; here only the pooler (and its projection) is trained and the fixed readouts are not trained at all, so
     the rows carry ``arm`` = "frozen encoder"."""
     from .attention_pooling import RQ1_CLAIMS
@@ -521,19 +606,28 @@ def frozen_claims(summary: pd.DataFrame, paper: pd.Series, claims=None) -> pd.Da
             a, b = group.loc[better], group.loc[worse]
             effect = paper.get(better, np.nan) - paper.get(worse, np.nan)
             rows.append(judge(f"{better} > {worse} (stsb)", float(a["stsb_test"] - b["stsb_test"]),
-                              None if pd.isna(effect) else float(effect), difference_noise(a, better, b, worse),
+                              None if pd.isna(effect) else float(effect),
+                              difference_noise(a, better, b, worse, _paired(noise, backbone, better, worse)),
                               backbone=backbone, arm="frozen encoder", rq="RQ1"))
     return claims_table(rows)
 
 
-def difference_noise(a: pd.Series, a_pooling: str, b: pd.Series, b_pooling: str):
+def difference_noise(a: pd.Series, a_pooling: str, b: pd.Series, b_pooling: str, paired=None):
     """The noise of STS-B test ``a`` minus ``b`` (two rows of :func:`summary_table`): a trained side's seed spread
-    (a fixed readout is deterministic: no seed, no spread) and the sampling noise of the STS-B test pairs scored."""
+    (a fixed readout is deterministic: no seed, no spread) and the sampling noise of the STS-B test pairs scored:
+    ``paired`` (the paired bootstrap of this difference, an Evaluation) where given, else Fisher's z of each side,
+    taken as independent (which overstates it: both sides are scored on the same pairs)."""
     sides = [Side(0.0 if pd.isna(r["stsb_test_sd"]) else float(r["stsb_test_sd"]),
                   int(r["seeds"]) if name in TRAINED else 0) for name, r in ((a_pooling, a), (b_pooling, b))]
-    evaluation = correlation_evaluation(int(a["stsb_pairs"]), float((a["stsb_test"] + b["stsb_test"]) / 2), 2,
-                                        "STS-B test pairs scored")
+    evaluation = paired or correlation_evaluation(int(a["stsb_pairs"]), float((a["stsb_test"] + b["stsb_test"]) / 2),
+                                                  2, "STS-B test pairs scored")
     return seed_noise(*sides, evaluation=evaluation)
+
+
+def _paired(noise: pd.DataFrame | None, backbone: str, better: str, worse: str):
+    from .attention_pooling import paired_evaluation
+
+    return paired_evaluation(noise, backbone, (better, "pooled"), (worse, "pooled"))
 
 
 # --- command line --------------------------------------------------------------------------------------------------
@@ -545,7 +639,9 @@ def main(argv=None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m bertsent.experiments.frozen_pooler",
                                      description="Layer-wise attention pooling on a frozen encoder's cached states.")
-    parser.add_argument("command", choices=["list", "cache", "train", "summary"])
+    parser.add_argument("command", choices=["list", "cache", "train", "summary", "pair-cosines"],
+                        help="pair-cosines: add per-pair STS-B cosines to recorded runs without them (a trained "
+                             "pooler is trained again, and they are added only if it reproduces the record)")
     parser.add_argument("--backbones", nargs="+", default=list(BACKBONES))
     parser.add_argument("--poolings", nargs="+", default=list(FIXED + TRAINED[::-1]),
                         help="trained in this order (default: the fixed readouts, then att_both_cls, att_both, ...)")
@@ -570,6 +666,10 @@ def main(argv=None) -> int:
     if args.command == "summary":
         with pd.option_context("display.width", 200, "display.max_columns", 30):
             print(summary_table(runs).round(3).to_string(index=False))
+        return 0
+    if args.command == "pair-cosines":
+        added = add_pair_cosines(runs, log=lambda line: print(line, flush=True))
+        print(f"per-pair cosines added to {len(added)} run(s)")
         return 0
     data = Data()
     if args.command == "cache":
