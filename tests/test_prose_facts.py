@@ -90,3 +90,13 @@ def test_attention_pooling_index_states_gemmas_frozen_numbers():
     assert f"{gemma.loc['cls_mean_last', 'stsb_test']:.2f} for `cls_mean_last`: {row['our_effect']:+.2f}, " \
            f"tolerance {row['tolerance']:.2f}" in text and row["verdict"] == "within noise"
     assert f"{gemma.loc['mean_layers', 'stsb_test']:.2f} for the uniform average over layers" in text
+
+
+def test_acl_index_quotes_the_step_benchmark_for_a_sparser_angle():
+    """The cost the ACL index gives for measuring the angle is the committed step benchmark's."""
+    import json
+
+    ratio = json.loads((RESULTS_DIR / "benchmarks" / "acl_step.json").read_text())["ratio_to_ce"]
+    text = one_line((REPO_ROOT / "book" / "aligned-contrastive" / "index.md").read_text())
+    assert (f"one step: {ratio['acl_embed_measured']:.2f} times CE's measured, {ratio['acl_embed']:.2f} times not"
+            in text)
