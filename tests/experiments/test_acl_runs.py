@@ -136,7 +136,8 @@ def test_the_contrastive_grid_runs_at_the_tasks_recipe_and_the_tuned_methods_wai
               for run, stored in acl_runs.stored_runs("acl_glue", "smoke", grid, tmp_path, [r.name for r in runs[:2]])}
     best = max(scores, key=lambda temperature: (scores[temperature], -temperature))
     (_, tuned), = acl_runs.stored_runs("acl_glue", "smoke", grid, tmp_path, ["acl_glue:RTE:ce_scl:1"])
-    untuned = {"grid_learning_rates": [], "methods": ["ce_scl"], "lambdas": [0.5], "weight": 1.0, "temperature": best}
+    untuned = {"grid_learning_rates": [], "contrastive_grid_temperatures": [], "methods": ["ce_scl"], "lambdas": [0.5],
+               "weight": 1.0, "temperature": best}
     (_, plain), = acl_runs.stored_runs("acl_glue", "smoke", untuned, tmp_path, ["acl_glue:RTE:ce_scl:1:1"])
     assert tuned is not None and tuned.key == plain.key  # the page's run at the chosen pair
     with pytest.raises(ValueError, match="contrastive_grid_methods.*'acl'.*ce_scl, acl_embed"):
