@@ -247,6 +247,16 @@ def test_findings_say_whether_a_gap_is_beyond_the_noise_and_name_a_pooler_one_ho
     far = fp.frozen_findings(summary(70.0, 0.7, 1e-30), weights)
     assert "beats the best fixed readout" in far and "one-hot before its first step" in far
     assert "below" in fp.frozen_findings(summary(30.0, 0.7, 0.9), weights)
+    # with the paired noise of every backbone's difference (read afresh for each backbone)
+    two = pd.concat([near, near.assign(backbone="n")], ignore_index=True)
+    noise = pd.DataFrame({"backbone": ["m", "n"], "better_pooling": "att_both_cls", "better_readout": "pooled",
+                          "worse_pooling": "cls_mean_last", "worse_readout": "pooled", "pairs": 1379,
+                          "resamples": 1000, "se": [0.01, 0.01]})
+    paired = fp.difference_noise(near.iloc[0], "att_both_cls", near.iloc[1], "cls_mean_last",
+                                 fp._paired(noise, "m", "att_both_cls", "cls_mean_last")).tolerance
+    assert paired < tolerance
+    text = fp.frozen_findings(two, weights, noise)
+    assert text.count(f"+0.50, tolerance {paired:.2f}") == 2
 
 
 def _recorded_without_pair_cosines(fp, stored):

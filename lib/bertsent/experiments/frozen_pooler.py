@@ -570,11 +570,11 @@ def frozen_findings(summary: pd.DataFrame, weights: pd.DataFrame, noise: pd.Data
                                      _paired(noise, backbone, best["pooling"], plain["pooling"])).tolerance
         verb = ("beats" if gap > 0 else "stays below") if abs(gap) > tolerance else (
             "scores above, within the noise," if gap > 0 else "scores below, within the noise,")
-        noise = ("" if pd.isna(tolerance) else f": {gap:+.2f}, tolerance {tolerance:.2f}")
+        against = ("" if pd.isna(tolerance) else f": {gap:+.2f}, tolerance {tolerance:.2f}")
         sd = "" if pd.isna(best["stsb_test_sd"]) else f" ± {best['stsb_test_sd']:.2f}"
         line = (f"on {backbone}, the best trained pooler ({best['pooling']}, STS-B test {best['stsb_test']:.2f}{sd} "
                 f"over {int(best['seeds'])} seeds, {int(best['steps']):,} steps) {verb} the best fixed readout "
-                f"({plain['pooling']}, {plain['stsb_test']:.2f}{noise})")
+                f"({plain['pooling']}, {plain['stsb_test']:.2f}{against})")
         if "entropy_step0" in best and best["entropy_step0"] < 0.01:
             line += (f" with layer weights that were one-hot before its first step (entropy "
                      f"{100 * best['entropy_step0']:.0f}% of uniform at step 0: the hidden states' norms saturate "
