@@ -100,3 +100,26 @@ def test_acl_index_quotes_the_step_benchmark_for_a_sparser_angle():
     text = one_line((REPO_ROOT / "book" / "aligned-contrastive" / "index.md").read_text())
     assert (f"one step: {ratio['acl_embed_measured']:.2f} times CE's measured, {ratio['acl_embed']:.2f} times not"
             in text)
+
+
+def test_attention_pooling_index_states_where_the_frozen_arm_has_paired_noise():
+    """The index's paragraph on the frozen arm's paired noise: the MiniLM verdicts it quotes are claims_frozen.csv's,
+    and the counts of runs given their per-pair cosines are the store's."""
+    import pandas as pd
+
+    from bertsent.experiments import frozen_pooler as fp
+
+    claims = pd.read_csv(RESULTS_DIR / "attention_pooling" / "claims_frozen.csv")
+    minilm = claims[claims["backbone"] == "all-minilm-l6-v2"].set_index("claim")
+    text = one_line((REPO_ROOT / "book" / "attention-pooling" / "index.md").read_text())
+    for claim in ("att_both_cls > cls_mean_last", "att_both_cls > att_both", "att_both_cls > cls_last"):
+        row = minilm.loc[f"{claim} (stsb)"]
+        assert (f"`{claim}` {row['our_effect']:+.2f} (tolerance {row['tolerance']:.2f}, *{row['verdict']}*)"
+                in text), claim
+        assert "paired bootstrap" in row["noise_source"], claim
+    runs = fp.plan(["all-minilm-l6-v2", "bert-mini-wiki", "bert-tiny-wiki"], ["att_both", "att_both_cls"])
+    without = {}
+    for run in runs:
+        without.setdefault(run.backbone, []).append(not fp.has_pair_cosines(run))
+    assert not any(without["all-minilm-l6-v2"]) and not any(without["bert-mini-wiki"])
+    assert f"{sum(without['bert-tiny-wiki'])} of bert-tiny-wiki's {len(without['bert-tiny-wiki'])}" in text
