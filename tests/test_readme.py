@@ -80,6 +80,10 @@ def test_readme_headline_numbers_are_the_committed_results():
     assert f"trained {int(ours['steps']):,} steps" in pooling
     assert f"scores {ours['stsb_test']:.1f} on the full STS-B test ({int(ours['seeds'])} seeds)" in pooling
     assert f"against {fixed['stsb_test']:.1f} for" in pooling
+    claims = pd.read_csv(RESULTS_DIR / "attention_pooling" / "claims_frozen.csv")
+    claim = claims[(claims["backbone"] == "all-minilm-l6-v2")
+                   & (claims["claim"] == "att_both_cls > cls_mean_last (stsb)")].iloc[0]
+    assert f"(tolerance {claim['tolerance']:.2f}): {claim['verdict']}" in pooling.replace("not\n  reproduced", "not reproduced")
     from bertsent.report.reported import layer_attention_stsb
 
     paper = layer_attention_stsb()
