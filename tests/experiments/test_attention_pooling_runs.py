@@ -39,3 +39,39 @@ def test_runs_are_scored_once_then_read_by_the_page_without_a_model(tmp_path):
     scores = run_sts_scores(runs[0], sts, READOUTS)
     assert set(scores["readout"]) == set(READOUTS) and scores["pooling"].eq(PAPER_POOLER).all()
     assert not list((tmp_path / "runs").rglob("*.pt"))
+
+
+def test_a_run_trained_ahead_carries_what_the_layers_and_search_pages_ask_of_it(tmp_path):
+    from bertsent.data.sts import load_stsb
+    from bertsent.experiments.attention_pooling import (load_retrieval_sets, run_alpha, run_geometry, run_overhead,
+                                                        run_pair_cosines, run_retrieval)
+
+    overrides = {"runs_dir": str(tmp_path / "runs"), "poolings": ["att_both_cls"], "main_seeds": [42]}
+    results = tmp_path / "results"
+    logged = []
+    ahead.train_page_runs("smoke", overrides, results_dir=results, log=logged.append)
+    assert "pair_cosines, geometry, alpha, retrieval, overhead" in logged[0]
+    for weights in (tmp_path / "runs").rglob("*.pt"):
+        weights.unlink()  # what follows must be read from the store, not computed from a retrained model
+    _, runs, sts = ahead.page_runs("smoke", overrides, results_dir=results)
+    run_pair_cosines(runs[0], sts["stsb"], READOUTS)
+    layers, pooler_runs, _ = ahead.companion_runs("attention_pooling_layers", "smoke", overrides, results)
+    stored = pooler_runs[("bert-mini-wiki", 42)]
+    assert stored.key == runs[0].key
+    stsb = load_stsb("test").head(layers["max_pairs"])
+    run_geometry(stored, stsb)
+    run_alpha(stored, stsb.sentences()[:layers["alpha_sentences"]])
+    search, pooler_runs, _ = ahead.companion_runs("attention_pooling_search", "smoke", overrides, results)
+    sets = load_retrieval_sets(search["retrieval_sets"], search["max_pairs"])
+    run_retrieval(pooler_runs[("bert-mini-wiki", 42)], sets)
+    run_overhead(pooler_runs[("bert-mini-wiki", 42)], next(iter(sets.values())).sentences[:search["overhead_sentences"]],
+                 search["repeats"])
+    assert not list((tmp_path / "runs").rglob("*.pt"))
+
+
+def test_a_companion_page_takes_only_the_overrides_it_declares():
+    parameters, pooler_runs, baselines = ahead.companion_runs(
+        "attention_pooling_layers", "smoke", {"poolings": ["att_both_cls"], "recipes": {}})
+    assert parameters["recipes"] == {} and "poolings" not in parameters
+    assert sorted(seed for _, seed in pooler_runs) == parameters["seeds"]
+    assert all(run.config.pooling == parameters["baseline"] for run in baselines.values())

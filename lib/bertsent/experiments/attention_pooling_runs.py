@@ -12,7 +12,10 @@ in the store as it finishes (commit them) and two processes can share the work b
     python -m bertsent.experiments.attention_pooling_runs --backbone bert-tiny-wiki --threads 1
     python -m bertsent.experiments.attention_pooling_runs --key <a key --list prints> --threads 1
 
-A run whose STS scores at the page's settings are stored is reused at once. As for the runner, only the canonical
+A run whose STS scores at the page's settings are stored is reused at once. A run this command trains also gets,
+while its weights are at hand, what the chapter's other pages ask of it (:func:`page_evaluations`: the ablation's
+per-pair cosines, the layers page's alpha and geometry, the search page's retrieval and encoding overhead), so that
+no page has to train it again on a machine where its weights are gone. As for the runner, only the canonical
 profiles (quick, paper) without overrides write under ``results/``.
 """
 from __future__ import annotations
@@ -23,6 +26,8 @@ import time
 METHOD_VERSION = 1  # bump when the maths changes
 
 PAGE = "attention_pooling_ablation"
+# the pages that read some of the ablation's runs (the pooler's main seeds and the baseline) with evaluations of their own
+COMPANION_PAGES = ("attention_pooling_layers", "attention_pooling_search")
 
 
 def page_runs(profile: str = "quick", overrides: dict | None = None, backbones: list[str] | None = None,
@@ -69,6 +74,77 @@ def is_scored(run, sts) -> bool:
     return stored.scores("sts_readouts", settings) is not None
 
 
+def companion_runs(page: str, profile: str = "quick", overrides: dict | None = None, results_dir=None):
+    """``(parameters, pooler_runs, baselines)`` of a companion page (:data:`COMPANION_PAGES`) as the page builds
+    them: the pooler's run per (backbone, seed) and the baseline's per backbone. ``overrides``: those the page
+    declares are applied (the shared ones, e.g. ``recipes``; the ablation's own, e.g. ``poolings``, are not its)."""
+    from ..book import REPO_ROOT, load_config, notebook_parameters, page_results_dir, resolve_parameters
+    from .attention_pooling import TrainingData, page_run
+
+    declared = notebook_parameters(REPO_ROOT / load_config()["notebooks"][page]["source"])
+    shared = {name: value for name, value in (overrides or {}).items() if name in declared}
+    parameters = resolve_parameters(page, profile, shared)
+    directory = page_results_dir(page, profile, shared, results_dir)
+    data = TrainingData(tuple(parameters["nli_sources"]), parameters["max_triplets"], parameters["dev_pairs"],
+                        parameters["data_dir"])
+
+    def run(backbone, pooling, seed):
+        return page_run(backbone, pooling, seed, data, parameters["training"], parameters["recipes"],
+                        parameters["runs_dir"], directory)
+
+    pooler_runs = {(b, seed): run(b, parameters["pooler"], seed) for b in parameters["backbones"]
+                   for seed in parameters["seeds"]}
+    baselines = {b: run(b, parameters["baseline"], parameters["baseline_seed"]) for b in parameters["backbones"]}
+    return parameters, pooler_runs, baselines
+
+
+def page_evaluations(run, sts: dict, profile: str = "quick", overrides: dict | None = None,
+                     results_dir=None) -> list[str]:
+    """Compute (or find stored) every evaluation of ``run`` that the chapter's pages read, with each page's own
+    settings; the names of those that apply. The ablation page: per-pair cosines on STS-B test. The layers page
+    (when ``run`` is one of its pooler's runs or its baseline): geometry, and alpha for its first seed. The search
+    page (likewise): retrieval, and the encoding overhead for its first seed. The pages' notebooks make the same
+    calls on the same inputs, so they find these stored."""
+    from ..data.sts import load_stsb
+    from .attention_pooling import (load_retrieval_sets, run_alpha, run_geometry, run_overhead, run_pair_cosines,
+                                    run_retrieval)
+
+    run_pair_cosines(run, sts["stsb"], page_readouts(run))
+    done = ["pair_cosines"]
+    for page in COMPANION_PAGES:
+        parameters, pooler_runs, baselines = companion_runs(page, profile, overrides, results_dir)
+        first_seed = parameters["seeds"][0]
+        as_pooler = [(seed, r) for (backbone, seed), r in pooler_runs.items() if r.key == run.key]
+        as_baseline = [r for r in baselines.values() if r.key == run.key]
+        if not as_pooler and not as_baseline:
+            continue
+        if page == "attention_pooling_layers":
+            stsb = load_stsb("test", parameters["data_dir"])
+            stsb = stsb.head(parameters["max_pairs"]) if parameters["max_pairs"] else stsb
+            for seed, companion in as_pooler:
+                run_geometry(companion, stsb)
+                done.append("geometry")
+                if seed == first_seed:
+                    run_alpha(companion, stsb.sentences()[:parameters["alpha_sentences"]])
+                    done.append("alpha")
+            for companion in as_baseline:
+                run_geometry(companion, stsb, ["pooled"])
+                done.append("geometry")
+        else:
+            sets = load_retrieval_sets(parameters["retrieval_sets"], parameters["max_pairs"], parameters["data_dir"])
+            for seed, companion in as_pooler:
+                run_retrieval(companion, sets)
+                done.append("retrieval")
+                if seed == first_seed:
+                    sentences = next(iter(sets.values())).sentences[:parameters["overhead_sentences"]]
+                    run_overhead(companion, sentences, parameters["repeats"])
+                    done.append("overhead")
+            for companion in as_baseline:
+                run_retrieval(companion, sets, ["pooled"])
+                done.append("retrieval")
+    return done
+
+
 def train_page_runs(profile: str = "quick", overrides: dict | None = None, backbones: list[str] | None = None,
                     results_dir=None, max_runs: int | None = None, keys: list[str] | None = None, log=print) -> list[dict]:
     """Train (where needed) and score the page's runs whose STS scores are not stored (at most ``max_runs``)."""
@@ -88,8 +164,10 @@ def train_page_runs(profile: str = "quick", overrides: dict | None = None, backb
         start = time.time()
         run_sts_scores(run, sts, page_readouts(run))
         seconds = round(time.time() - start, 1)
+        evaluations = page_evaluations(run, sts, profile, overrides, results_dir)
         handled += 1
-        log(f"{key}: trained and scored ({seconds} s)")
+        log(f"{key}: trained and scored ({seconds} s); also stored for the pages: {', '.join(evaluations)} "
+            f"({round(time.time() - start - seconds, 1)} s)")
         done.append({"key": key, "seconds": seconds})
     return done
 
