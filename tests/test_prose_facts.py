@@ -3,6 +3,8 @@ a passage cannot go stale unnoticed when a run is replaced (the BERT index once 
 been replaced by a 6,000-step one; the STS page said a run was missing after it was stored)."""
 import json
 
+import pytest
+
 import nbformat
 
 from bertsent.paths import REPO_ROOT, RESULTS_DIR
@@ -54,25 +56,30 @@ def test_acl_index_states_the_committed_baseline_check():
         assert f"{check.loc[task, 'tolerance']:.2f}" in text and f"{check.loc[task, 'ce']:.2f}" in text, task
 
 
-def test_acl_index_names_the_recipe_the_stored_cola_grid_chose():
-    """The recipe the ACL index says CoLA's grid chose is the one :func:`chosen_recipes` picks from the stored runs."""
+@pytest.mark.parametrize("task", ["CoLA", "RTE"])
+def test_acl_index_names_the_recipe_each_stored_grid_chose(task):
+    """The recipe the ACL index says a task's grid chose is the one :func:`chosen_recipes` picks from the stored runs,
+    with its dev score."""
     import pandas as pd
 
     from bertsent.book import resolve_parameters
     from bertsent.experiments import acl_runs
     from bertsent.experiments import aligned_contrastive as acl
 
-    grid = {"tasks": ["CoLA"], "grid_learning_rates": [2e-5, 5e-5, 1e-4], "grid_epochs": [3, 5]}
+    grid = {"tasks": [task], "grid_learning_rates": [2e-5, 5e-5, 1e-4], "grid_epochs": [3, 5]}
     handles = [(run, stored) for run, stored in acl_runs.stored_runs("acl_glue", "quick", grid, RESULTS_DIR)
                if run.recipe is not None]
     assert len(handles) == 6 and all(stored.exists for _, stored in handles)
-    rows = [{**acl._run_row(stored, "ce", "CoLA", run.seed, None), "learning_rate": run.recipe[0],
+    rows = [{**acl._run_row(stored, "ce", task, run.seed, None), "learning_rate": run.recipe[0],
              "epochs": run.recipe[1]} for run, stored in handles]
     best = acl.chosen_recipes(pd.DataFrame(rows)).query("chosen").iloc[0]
     text = one_line((REPO_ROOT / "book" / "aligned-contrastive" / "index.md").read_text())
     rate = f"{best['learning_rate']:.0e}".replace("e-0", "e-")  # 5e-5, as the prose writes it
-    assert f"its best recipe is learning rate {rate} for {int(best['epochs'])} epochs" in text
-    assert resolve_parameters("acl_glue", "quick")["learning_rate"]["CoLA"] == 1e-4  # "the main table uses one epoch at 1e-4"
+    assert (f"{task}'s best recipe is learning rate {rate} for {int(best['epochs'])} epochs "
+            f"({best['metric']} {best['score']:.2f})") in text
+    quick = resolve_parameters("acl_glue", "quick")
+    # "where the main table uses ..."
+    assert f"the main table uses {quick['epochs'][task]} epoch" in text.split(f"{task}'s best recipe")[1][:200]
 
 
 def test_attention_pooling_index_states_gemmas_frozen_numbers():
