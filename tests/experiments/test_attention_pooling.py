@@ -169,6 +169,26 @@ def test_ablation_runs_give_main_poolings_their_own_seeds():
     assert all(r.config.max_steps == 4 and r.config.objective == "supervised" for r in runs)
 
 
+def test_the_layers_and_search_pages_read_the_ablations_runs_of_their_pooler_and_baseline():
+    runs = ap.ablation_runs(["m"], ["cls_last", "att_both_cls"], [42], ["att_both_cls"], [1, 2],
+                            training={"max_steps": 4})
+    pooler, baselines = ap.pooler_and_baseline_runs(["m"], "att_both_cls", [1, 2], "cls_last", 42, ap.TrainingData(),
+                                                    {"max_steps": 4})
+    assert sorted(pooler) == [("m", 1), ("m", 2)] and list(baselines) == ["m"]
+    assert {r.key for r in [*pooler.values(), *baselines.values()]} == {r.key for r in runs}
+
+
+def test_layers_page_inputs_take_the_first_pairs_and_the_alpha_sentences_among_them():
+    pairs, sentences = ap.layers_page_inputs(max_pairs=3, alpha_sentences=4)
+    assert all(len(subset.scores) == 3 for subset in pairs.subsets.values())
+    assert sentences == pairs.sentences()[:4] and len(sentences) == 4
+
+
+def test_the_overhead_is_timed_on_the_first_retrieval_sets_first_candidates():
+    sets = ap.load_retrieval_sets(["mrpc", "stsb"], max_pairs=5)
+    assert ap.timed_sentences(sets, 3) == sets["mrpc"].sentences[:3]
+
+
 def test_a_backbone_recipe_changes_only_that_backbones_scale():
     recipes = {"tiny": {"max_triplets": None, "training": {"max_steps": None, "eval_every": 50}}}
     data = ap.TrainingData(max_triplets=1024, dev_pairs=200)

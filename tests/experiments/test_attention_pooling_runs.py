@@ -42,9 +42,9 @@ def test_runs_are_scored_once_then_read_by_the_page_without_a_model(tmp_path):
 
 
 def test_a_run_trained_ahead_carries_what_the_layers_and_search_pages_ask_of_it(tmp_path):
-    from bertsent.data.sts import load_stsb
-    from bertsent.experiments.attention_pooling import (load_retrieval_sets, run_alpha, run_geometry, run_overhead,
-                                                        run_pair_cosines, run_retrieval)
+    from bertsent.experiments.attention_pooling import (layers_page_inputs, load_retrieval_sets, run_alpha,
+                                                        run_geometry, run_overhead, run_pair_cosines, run_retrieval,
+                                                        timed_sentences)
 
     overrides = {"runs_dir": str(tmp_path / "runs"), "poolings": ["att_both_cls"], "main_seeds": [42]}
     results = tmp_path / "results"
@@ -58,13 +58,14 @@ def test_a_run_trained_ahead_carries_what_the_layers_and_search_pages_ask_of_it(
     layers, pooler_runs, _ = ahead.companion_runs("attention_pooling_layers", "smoke", overrides, results)
     stored = pooler_runs[("bert-mini-wiki", 42)]
     assert stored.key == runs[0].key
-    stsb = load_stsb("test").head(layers["max_pairs"])
+    # the layers and search notebooks' own calls, with their inputs built as the notebooks build them
+    stsb, alpha_sentences = layers_page_inputs(layers["max_pairs"], layers["alpha_sentences"])
     run_geometry(stored, stsb)
-    run_alpha(stored, stsb.sentences()[:layers["alpha_sentences"]])
+    run_alpha(stored, alpha_sentences)
     search, pooler_runs, _ = ahead.companion_runs("attention_pooling_search", "smoke", overrides, results)
     sets = load_retrieval_sets(search["retrieval_sets"], search["max_pairs"])
     run_retrieval(pooler_runs[("bert-mini-wiki", 42)], sets)
-    run_overhead(pooler_runs[("bert-mini-wiki", 42)], next(iter(sets.values())).sentences[:search["overhead_sentences"]],
+    run_overhead(pooler_runs[("bert-mini-wiki", 42)], timed_sentences(sets, search["overhead_sentences"]),
                  search["repeats"])
     assert not list((tmp_path / "runs").rglob("*.pt"))
 

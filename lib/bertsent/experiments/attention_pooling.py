@@ -732,6 +732,37 @@ def ablation_runs(backbones, poolings, seeds, main_poolings=(), main_seeds=(), d
             for seed in (main_seeds if pooling in main_poolings and main_seeds else seeds)]
 
 
+def pooler_and_baseline_runs(backbones, pooler: str, seeds, baseline: str, baseline_seed: int, data: TrainingData,
+                             training: dict | None = None, recipes: dict | None = None, runs_dir=None,
+                             results_dir=None) -> tuple[dict, dict]:
+    """``(runs, baselines)``: the runs the layers and search pages read, the pooler's per ``(backbone, seed)`` and
+    the baseline's per backbone. They are the ablation page's own runs (same keys), so each is trained once for the
+    three pages."""
+    runs = {(backbone, seed): page_run(backbone, pooler, seed, data, training, recipes, runs_dir, results_dir)
+            for backbone in backbones for seed in seeds}
+    baselines = {backbone: page_run(backbone, baseline, baseline_seed, data, training, recipes, runs_dir, results_dir)
+                 for backbone in backbones}
+    return runs, baselines
+
+
+def layers_page_inputs(max_pairs: int | None = None, alpha_sentences: int = 1000,
+                       data_dir=None) -> tuple[STSDataset, list[str]]:
+    """``(pairs, sentences)``: the STS-B test pairs the layers page measures geometry on (the first ``max_pairs``
+    of each subset when given) and the sentences its alpha is averaged over (the first ``alpha_sentences`` of
+    those pairs)."""
+    from ..data.sts import load_stsb
+
+    pairs = load_stsb("test", data_dir)
+    pairs = pairs.head(max_pairs) if max_pairs else pairs
+    return pairs, pairs.sentences()[:alpha_sentences]
+
+
+def timed_sentences(retrieval_sets: dict, count: int) -> list[str]:
+    """The sentences the search page times the encoding overhead on: the first ``count`` candidates of its first
+    retrieval set."""
+    return next(iter(retrieval_sets.values())).sentences[:count]
+
+
 def training_summaries(runs: list[Run]) -> pd.DataFrame:
     """One row per run: backbone, pooling, seed, triplets, steps, best step and dev score, seconds, seconds per
     step, threads (from the committed ``train.json``)."""

@@ -79,7 +79,7 @@ def companion_runs(page: str, profile: str = "quick", overrides: dict | None = N
     them: the pooler's run per (backbone, seed) and the baseline's per backbone. ``overrides``: those the page
     declares are applied (the shared ones, e.g. ``recipes``; the ablation's own, e.g. ``poolings``, are not its)."""
     from ..book import REPO_ROOT, load_config, notebook_parameters, page_results_dir, resolve_parameters
-    from .attention_pooling import TrainingData, page_run
+    from .attention_pooling import TrainingData, pooler_and_baseline_runs
 
     declared = notebook_parameters(REPO_ROOT / load_config()["notebooks"][page]["source"])
     shared = {name: value for name, value in (overrides or {}).items() if name in declared}
@@ -87,14 +87,10 @@ def companion_runs(page: str, profile: str = "quick", overrides: dict | None = N
     directory = page_results_dir(page, profile, shared, results_dir)
     data = TrainingData(tuple(parameters["nli_sources"]), parameters["max_triplets"], parameters["dev_pairs"],
                         parameters["data_dir"])
-
-    def run(backbone, pooling, seed):
-        return page_run(backbone, pooling, seed, data, parameters["training"], parameters["recipes"],
-                        parameters["runs_dir"], directory)
-
-    pooler_runs = {(b, seed): run(b, parameters["pooler"], seed) for b in parameters["backbones"]
-                   for seed in parameters["seeds"]}
-    baselines = {b: run(b, parameters["baseline"], parameters["baseline_seed"]) for b in parameters["backbones"]}
+    pooler_runs, baselines = pooler_and_baseline_runs(
+        parameters["backbones"], parameters["pooler"], parameters["seeds"], parameters["baseline"],
+        parameters["baseline_seed"], data, parameters["training"], parameters["recipes"], parameters["runs_dir"],
+        directory)
     return parameters, pooler_runs, baselines
 
 
@@ -103,11 +99,11 @@ def page_evaluations(run, sts: dict, profile: str = "quick", overrides: dict | N
     """Compute (or find stored) every evaluation of ``run`` that the chapter's pages read, with each page's own
     settings; the names of those that apply. The ablation page: per-pair cosines on STS-B test. The layers page
     (when ``run`` is one of its pooler's runs or its baseline): geometry, and alpha for its first seed. The search
-    page (likewise): retrieval, and the encoding overhead for its first seed. The pages' notebooks make the same
-    calls on the same inputs, so they find these stored."""
-    from ..data.sts import load_stsb
-    from .attention_pooling import (load_retrieval_sets, run_alpha, run_geometry, run_overhead, run_pair_cosines,
-                                    run_retrieval)
+    page (likewise): retrieval, and the encoding overhead for its first seed. The inputs come from the functions
+    the pages' notebooks call (:func:`~bertsent.experiments.attention_pooling.layers_page_inputs`,
+    :func:`~bertsent.experiments.attention_pooling.timed_sentences`), so the pages find these stored."""
+    from .attention_pooling import (layers_page_inputs, load_retrieval_sets, run_alpha, run_geometry, run_overhead,
+                                    run_pair_cosines, run_retrieval, timed_sentences)
 
     run_pair_cosines(run, sts["stsb"], page_readouts(run))
     done = ["pair_cosines"]
@@ -119,13 +115,13 @@ def page_evaluations(run, sts: dict, profile: str = "quick", overrides: dict | N
         if not as_pooler and not as_baseline:
             continue
         if page == "attention_pooling_layers":
-            stsb = load_stsb("test", parameters["data_dir"])
-            stsb = stsb.head(parameters["max_pairs"]) if parameters["max_pairs"] else stsb
+            stsb, alpha_sentences = layers_page_inputs(parameters["max_pairs"], parameters["alpha_sentences"],
+                                                       parameters["data_dir"])
             for seed, companion in as_pooler:
                 run_geometry(companion, stsb)
                 done.append("geometry")
                 if seed == first_seed:
-                    run_alpha(companion, stsb.sentences()[:parameters["alpha_sentences"]])
+                    run_alpha(companion, alpha_sentences)
                     done.append("alpha")
             for companion in as_baseline:
                 run_geometry(companion, stsb, ["pooled"])
@@ -136,8 +132,8 @@ def page_evaluations(run, sts: dict, profile: str = "quick", overrides: dict | N
                 run_retrieval(companion, sets)
                 done.append("retrieval")
                 if seed == first_seed:
-                    sentences = next(iter(sets.values())).sentences[:parameters["overhead_sentences"]]
-                    run_overhead(companion, sentences, parameters["repeats"])
+                    run_overhead(companion, timed_sentences(sets, parameters["overhead_sentences"]),
+                                 parameters["repeats"])
                     done.append("overhead")
             for companion in as_baseline:
                 run_retrieval(companion, sets, ["pooled"])
