@@ -4,8 +4,6 @@ import numpy as np
 import pytest
 import torch
 
-from bertsent.data.nli import Triplets
-from bertsent.data.sts import SentencePairs, STSDataset
 from bertsent.training.frozen_pooler import (
     FrozenPoolerConfig,
     build_pooler,
@@ -18,16 +16,9 @@ from bertsent.training.frozen_pooler import (
     weight_change,
 )
 
-TRIPLETS = Triplets(
-    ["A man plays a guitar.", "Two dogs run on a beach.", "A woman is cooking dinner.", "Kids play football.",
-     "A plane takes off.", "The cat sleeps on the sofa."],
-    ["A person plays music.", "Dogs are outside.", "Someone prepares food.", "Children play a sport.",
-     "An aircraft leaves.", "An animal rests."],
-    ["Nobody is playing.", "The dogs sleep inside.", "The woman is asleep.", "The kids are in class.",
-     "The plane is parked.", "The cat is running."])
+from tests.toy_nli import DEV, TRIPLETS
+
 SENTENCES = list(dict.fromkeys(TRIPLETS.anchors + TRIPLETS.positives + TRIPLETS.negatives))
-DEV = STSDataset("stsb", "dev", {"dev": SentencePairs(TRIPLETS.anchors, TRIPLETS.positives,
-                                                        np.array([4.5, 3.0, 4.0, 2.0, 1.0, 0.5]))})
 
 
 @pytest.fixture(scope="module")
