@@ -5,7 +5,7 @@ import pytest
 
 from bertsent.book import resolve_parameters
 from bertsent.experiments import acl_runs
-from bertsent.experiments.acl_runs import PageRun
+from bertsent.experiments.acl_runs import PageRun, Waiting
 
 
 def test_the_lambda_curve_reuses_the_main_tables_point_and_ce_has_no_lambda():
@@ -88,7 +88,8 @@ def test_a_recipe_grid_comes_first_and_the_tasks_other_runs_wait_for_it(tmp_path
     runs = acl_runs.page_runs("acl_glue", parameters)
     assert [r.name for r in runs[:2]] == ["acl_glue:RTE:ce:0:lr5e-05:ep1", "acl_glue:RTE:ce:0:lr0.0001:ep1"]
     listed = dict((run.name, stored) for run, stored in acl_runs.stored_runs("acl_glue", "smoke", grid, tmp_path))
-    assert listed["acl_glue:RTE:ce:1"] is None and listed["acl_glue:RTE:ce:0:lr0.0001:ep1"] is not None
+    assert isinstance(listed["acl_glue:RTE:ce:1"], Waiting)
+    assert not isinstance(listed["acl_glue:RTE:ce:0:lr0.0001:ep1"], Waiting)
     with pytest.raises(ValueError, match="recipe grid, which is not all stored yet"):
         acl_runs.train_run(PageRun("acl_glue", "RTE", "ce", 1, None), "smoke", grid, tmp_path)
     for run in runs[:2]:
@@ -97,7 +98,7 @@ def test_a_recipe_grid_comes_first_and_the_tasks_other_runs_wait_for_it(tmp_path
               for run, stored in acl_runs.stored_runs("acl_glue", "smoke", grid, tmp_path, [r.name for r in runs[:2]])}
     (_, main), = acl_runs.stored_runs("acl_glue", "smoke", grid, tmp_path, ["acl_glue:RTE:ce:1"])
     best = max(scores, key=lambda rate: (scores[rate], -rate))
-    assert main is not None and not main.exists
+    assert not isinstance(main, Waiting) and not main.exists
     (_, at_best), = acl_runs.stored_runs("acl_glue", "smoke", {**grid, "grid_learning_rates": [best]}, tmp_path,
                                          ["acl_glue:RTE:ce:1"])
     assert main.key == at_best.key  # the same run as a page whose grid holds only the best rate
@@ -108,7 +109,7 @@ def test_the_lambda_curves_task_outside_the_grid_keeps_the_pages_recipe(tmp_path
             "lambdas": [0.5]}
     listed = dict((run.name, stored) for run, stored in acl_runs.stored_runs("acl_glue", "smoke", grid, tmp_path))
     curve = [name for name in listed if name.startswith("acl_glue:CoLA:")]
-    assert curve and all(listed[name] is not None for name in curve)  # no grid on CoLA: nothing to wait for
+    assert curve and not any(isinstance(listed[name], Waiting) for name in curve)  # no grid on CoLA: nothing to wait for
     (_, plain), = acl_runs.stored_runs("acl_glue", "smoke", {k: v for k, v in grid.items() if not k.startswith("grid")},
                                        tmp_path, [curve[0]])
     assert listed[curve[0]].key == plain.key
@@ -126,8 +127,8 @@ def test_the_contrastive_grid_runs_at_the_tasks_recipe_and_the_tuned_methods_wai
     names = [r.name for r in runs]
     assert "acl_glue:RTE:ce_scl:1" in names and "acl_glue:RTE:acl:1:0.5" in names
     listed = dict((run.name, stored) for run, stored in acl_runs.stored_runs("acl_glue", "smoke", grid, tmp_path))
-    assert listed["acl_glue:RTE:ce_scl:1"] is None
-    assert listed["acl_glue:RTE:acl:1:0.5"] is not None and listed["acl_glue:RTE:ce:1"] is not None
+    assert isinstance(listed["acl_glue:RTE:ce_scl:1"], Waiting)
+    assert not any(isinstance(listed[name], Waiting) for name in ("acl_glue:RTE:acl:1:0.5", "acl_glue:RTE:ce:1"))
     with pytest.raises(ValueError, match="contrastive grid, which is not all stored yet"):
         acl_runs.train_run(PageRun("acl_glue", "RTE", "ce_scl", 1, None), "smoke", grid, tmp_path)
     for run in runs[:2]:
@@ -139,6 +140,36 @@ def test_the_contrastive_grid_runs_at_the_tasks_recipe_and_the_tuned_methods_wai
     untuned = {"grid_learning_rates": [], "contrastive_grid_temperatures": [], "methods": ["ce_scl"], "lambdas": [0.5],
                "weight": 1.0, "temperature": best}
     (_, plain), = acl_runs.stored_runs("acl_glue", "smoke", untuned, tmp_path, ["acl_glue:RTE:ce_scl:1:1"])
-    assert tuned is not None and tuned.key == plain.key  # the page's run at the chosen pair
+    assert not isinstance(tuned, Waiting) and tuned.key == plain.key  # the page's run at the chosen pair
     with pytest.raises(ValueError, match="contrastive_grid_methods.*'acl'.*ce_scl, acl_embed"):
         acl_runs.page_runs("acl_glue", {**parameters, "contrastive_grid_methods": ["acl"]})
+
+
+def test_the_baseline_gate_trains_ce_first_and_leaves_a_task_it_has_not_learned_untrained(tmp_path, monkeypatch):
+    """With ``baseline_gate``, CE's runs over the table's seeds come before the contrastive grid; a task's other
+    runs wait for them, then are trained where CE learned the task, and listed as left out (never trained) where
+    it did not."""
+    from bertsent.experiments import aligned_contrastive as acl
+
+    gate = {"baseline_gate": True, "grid_learning_rates": [], "contrastive_grid_temperatures": [0.3],
+            "contrastive_grid_weights": [0.5],
+            "methods": ["ce", "ce_scl", "acl"], "lambdas": [0.5], "lambda_task": "RTE"}
+    names = [run.name for run in acl_runs.page_runs("acl_glue", resolve_parameters("acl_glue", "smoke", gate))]
+    assert names[:2] == ["acl_glue:RTE:ce:1", "acl_glue:RTE:ce_scl:0:0.5:t0.3"]
+    listed = {run.name: stored for run, stored in acl_runs.stored_runs("acl_glue", "smoke", gate, tmp_path)}
+    assert "waits for CE's 1 runs on RTE" in listed["acl_glue:RTE:acl:1:0.5"].reason
+    assert "waits for CE's" in listed["acl_glue:RTE:ce_scl:0:0.5:t0.3"].reason
+    assert not isinstance(listed["acl_glue:RTE:ce:1"], Waiting)
+    acl_runs.train_run(PageRun("acl_glue", "RTE", "ce", 1, None), "smoke", gate, tmp_path)
+
+    monkeypatch.setattr(acl, "left_out_tasks", lambda scores, baseline="ce": {"RTE": "CE has not learned RTE"})
+    listed = {run.name: stored for run, stored in acl_runs.stored_runs("acl_glue", "smoke", gate, tmp_path)}
+    assert listed["acl_glue:RTE:acl:1:0.5"] == Waiting("left out, never trained: CE has not learned RTE")
+    with pytest.raises(ValueError, match="acl_glue:RTE:acl:1:0.5 left out, never trained"):
+        acl_runs.train_run(PageRun("acl_glue", "RTE", "acl", 1, 0.5), "smoke", gate, tmp_path)
+
+    monkeypatch.setattr(acl, "left_out_tasks", lambda scores, baseline="ce": {})
+    (_, grid), = acl_runs.stored_runs("acl_glue", "smoke", gate, tmp_path, ["acl_glue:RTE:ce_scl:0:0.5:t0.3"])
+    (_, ungated), = acl_runs.stored_runs("acl_glue", "smoke", {**gate, "baseline_gate": False}, tmp_path,
+                                         ["acl_glue:RTE:ce_scl:0:0.5:t0.3"])
+    assert not isinstance(grid, Waiting) and grid.key == ungated.key  # kept: the run the ungated page trains

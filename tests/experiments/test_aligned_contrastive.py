@@ -502,3 +502,52 @@ def test_without_grids_the_tuned_recipe_is_the_pages_own():
                              contrastive_grid_temperatures=[], contrastive_grid_weights=[0.5])
     assert tuned.settings == settings and tuned.settings is not settings
     assert tuned.recipes is tuned.recipe_runs is tuned.terms is tuned.term_runs is None
+
+
+def test_the_baseline_gate_gives_contrastive_runs_only_to_the_tasks_ce_learned(monkeypatch):
+    """With ``baseline_gate``, CE runs first over the table's seeds; the contrastive grid (and every method but CE)
+    gets only the tasks CE learned beyond the majority class, and a lambda curve on a task left out is refused."""
+    ce = pd.DataFrame([{"task": task, "method": "ce", "seed": seed, "metric": "accuracy", "score": score,
+                        "accuracy": score, "dev_examples": dev, "at_majority_class": False, "train_seconds": 1.0}
+                       for task, dev, scores in (("SST-2", 872, [85.0, 86.0, 84.5]), ("RTE", 277, [53.0, 54.5, 52.0]))
+                       for seed, score in zip([1, 2, 3], scores)])
+    calls = []
+
+    def run_grid(model, tasks, methods, seeds, *args, **kwargs):
+        calls.append(("run_grid", list(tasks), list(methods), list(seeds)))
+        return ce[ce["task"].isin(tasks)], None
+
+    def contrastive_grid(model, tasks, *args, **kwargs):
+        calls.append(("contrastive_grid", list(tasks)))
+        return pd.DataFrame([{"task": task, "method": "ce_scl", "temperature": 0.3, "weight": 0.5, "seed": 0,
+                              "metric": "accuracy", "score": 80.0, "train_seconds": 1.0} for task in tasks])
+
+    monkeypatch.setattr(acl, "run_grid", run_grid)
+    monkeypatch.setattr(acl, "contrastive_grid", contrastive_grid)
+    monkeypatch.setattr(acl, "majority_class_scores", lambda task, *_: {"accuracy": {"SST-2": 50.9, "RTE": 52.7}[task]})
+    tuned = acl.tuned_recipe(None, ["SST-2", "RTE"], {"epochs": 1}, contrastive_grid_temperatures=[0.3],
+                             contrastive_grid_weights=[0.5], seeds=[1, 2, 3], baseline_gate=True)
+    assert calls == [("run_grid", ["SST-2", "RTE"], ["ce"], [1, 2, 3]), ("contrastive_grid", ["SST-2"])]
+    assert tuned.kept == ["SST-2"] and list(tuned.check["kept"]) == [True, False]
+    assert list(tuned.terms["task"]) == ["SST-2"]
+    with pytest.raises(ValueError, match="lambda_task 'RTE' is left out.*SST-2"):
+        acl.lambda_grid(None, "RTE", [0.5], [1], kept_tasks=tuned.kept)
+    ungated = acl.tuned_recipe(None, ["SST-2", "RTE"], {"epochs": 1}, contrastive_grid_temperatures=[0.3],
+                               contrastive_grid_weights=[0.5], seeds=[1, 2, 3])
+    assert ungated.kept is None and calls[-1] == ("contrastive_grid", ["SST-2", "RTE"])
+    with pytest.raises(ValueError, match="baseline_gate needs the table's seeds"):
+        acl.tuned_recipe(None, ["SST-2"], {"epochs": 1}, baseline_gate=True)
+
+
+def test_a_gated_run_grid_trains_ce_everywhere_and_the_other_methods_on_the_kept_tasks_only(monkeypatch):
+    import bertsent.experiments.runs
+
+    assert acl.trained_on("ce", "RTE", ["SST-2"]) and not acl.trained_on("acl", "RTE", ["SST-2"])
+    assert acl.trained_on("acl", "SST-2", ["SST-2"]) and acl.trained_on("acl", "RTE", None)
+
+    def glue_run(*args, **kwargs):
+        raise AssertionError("a method was fine-tuned on a task the gate left out")
+
+    monkeypatch.setattr(bertsent.experiments.runs, "glue_run", glue_run)
+    runs, angles = acl.run_grid(None, ["RTE"], ["ce_scl", "acl_embed", "acl"], [1, 2], kept_tasks=["SST-2"])
+    assert runs.empty and angles.empty

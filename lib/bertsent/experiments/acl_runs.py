@@ -16,7 +16,11 @@ Where the page chooses each task's recipe on dev (``grid_learning_rates`` x ``gr
 ``grid_seeds``), the grid's runs come first, and a task's other runs wait until its grid is stored (the recipe they
 are trained with is the grid's best). Where it also chooses the contrastive term's temperature and weight
 (``contrastive_grid_temperatures`` x ``contrastive_grid_weights`` for ``contrastive_grid_methods``, at the task's
-chosen recipe), those grid runs come next, and the tuned methods' main runs wait for them in turn.
+chosen recipe), those grid runs come next, and the tuned methods' main runs wait for them in turn. Where the page
+gates the contrastive methods on CE (``baseline_gate``), CE's runs over the table's seeds come before the
+contrastive grid, and every other run of a task waits for them: a task CE has not learned beyond the majority class
+(:func:`~bertsent.experiments.aligned_contrastive.baseline_check`) is listed as left out, and its contrastive runs
+are never trained.
 A run's name is ``PAGE:TASK:METHOD:SEED`` with ``:WEIGHT`` (lambda) for the contrastive methods (none where the
 weight is chosen on the contrastive grid), ``:tTEMPERATURE`` for a contrastive-grid run,
 ``:lrRATE:epEPOCHS`` for a recipe-grid run and ``@BACKBONE``
@@ -57,6 +61,14 @@ class PageRun:
         return f"{self.page}:{self.task}:{self.method}:{self.seed}{weight}{recipe}{backbone}"
 
 
+@dataclass(frozen=True)
+class Waiting:
+    """In place of a stored-run handle: a run that cannot be trained yet (its task's grid or CE runs are missing),
+    or at all (its task is left out by the baseline gate), and why."""
+
+    reason: str
+
+
 def uses_recipe_grid(parameters: dict) -> bool:
     """Whether the page chooses each task's learning rate and epochs from a CE grid on dev (``grid_learning_rates``
     and ``grid_epochs`` both given) instead of taking ``learning_rate`` and ``epochs`` as they are."""
@@ -94,6 +106,9 @@ def page_runs(page: str, parameters: dict) -> list[PageRun]:
             for task in parameters["tasks"] for rate in parameters["grid_learning_rates"]
             for count in parameters["grid_epochs"] for seed in parameters["grid_seeds"]
             ] if uses_recipe_grid(parameters) else []
+    if parameters.get("baseline_gate"):  # CE first: its baseline check decides which tasks get the rest
+        runs += [PageRun(page, task, "ce", int(seed), None) for task in parameters["tasks"]
+                 for seed in seeds_of(parameters["seeds"], task)]
     tuned = tuned_methods(parameters)
     runs += [PageRun(page, task, method, int(seed), float(w), temperature=float(t))
              for task in parameters["tasks"] for method in tuned
@@ -144,6 +159,35 @@ def _run_settings(run: PageRun, parameters: dict, model, results_dir) -> dict | 
     return acl.with_chosen_recipes(settings, acl.chosen_recipes(pd.DataFrame(rows)), [run.task])
 
 
+def _gate(run: PageRun, parameters: dict, model, results_dir) -> str | None:
+    """Why ``run`` may not be trained under the page's baseline gate (``baseline_gate``): it waits for its task's
+    CE runs over the table's seeds, or its task is left out (CE has not learned it beyond the majority class);
+    None where it may (CE itself, a page without the gate, a task CE learned)."""
+    import pandas as pd
+
+    from ..evaluation.glue import mark_majority_class
+    from . import aligned_contrastive as acl
+    from .runs import glue_run_handle
+
+    if run.page != "acl_glue" or run.method == "ce" or not parameters.get("baseline_gate"):
+        return None
+    rows = []
+    seeds = acl.seeds_of(parameters["seeds"], run.task)
+    for seed in seeds:
+        settings = _run_settings(PageRun(run.page, run.task, "ce", seed, None), parameters, model, results_dir)
+        if settings is None:
+            return f"waits for {run.task}'s recipe grid (its runs are listed above)"
+        stored = glue_run_handle(model, run.task, acl.glue_config(run.task, seed, parameters["max_train_examples"],
+                                                                   **settings), results_dir, None)
+        if not stored.exists:
+            return (f"waits for CE's {len(seeds)} runs on {run.task} (the baseline check on them decides whether "
+                    f"{run.task} gets contrastive runs)")
+        rows.append(acl._run_row(stored, "ce", run.task, seed, None))
+    scores = acl.score_table(mark_majority_class(pd.DataFrame(rows), parameters["data_dir"]), parameters["data_dir"])
+    why = acl.left_out_tasks(scores).get(run.task)
+    return None if why is None else f"left out, never trained: {why}"
+
+
 def _run_terms(run: PageRun, parameters: dict, model, results_dir) -> tuple[float, float] | None:
     """(weight, temperature) of ``run``'s contrastive term: a contrastive-grid run's own; for a method the page
     tunes, the pair chosen on its task's stored contrastive-grid runs (None while one of them, or the recipe they
@@ -189,13 +233,11 @@ def _objective(run: PageRun, parameters: dict, terms: tuple[float, float]):
 def stored_runs(page: str, profile: str = "quick", overrides: dict | None = None, results_dir=None,
                 names: list[str] | None = None) -> list[tuple[PageRun, object]]:
     """``page``'s runs, each with its stored-run handle (key, ``exists``) under the results folder the module doc
-    describes, or None for a run whose recipe (or contrastive term) waits for its task's grid; ``names``: only the
-    runs so named
-    (each must be one of the page's)."""
+    describes, or a :class:`Waiting` for a run whose recipe (or contrastive term) waits for its task's grid, or
+    that the baseline gate holds back; ``names``: only the runs so named (each must be one of the page's)."""
     from ..book import page_results_dir, resolve_parameters
     from ..encode.backbones import backbone_path
-    from . import aligned_contrastive as acl
-    from .runs import glue_run_handle, model_at
+    from .runs import model_at
 
     parameters = resolve_parameters(page, profile, overrides)
     results_dir = page_results_dir(page, profile, overrides, results_dir)
@@ -212,12 +254,27 @@ def stored_runs(page: str, profile: str = "quick", overrides: dict | None = None
     handles = []
     for run in runs:
         model = models[run.backbone or parameters["backbone"]]
-        settings = _run_settings(run, parameters, model, results_dir)
-        terms = None if settings is None else _run_terms(run, parameters, model, results_dir)
-        handles.append((run, None if terms is None else glue_run_handle(
-            model, run.task, acl.glue_config(run.task, run.seed, parameters["max_train_examples"], **settings),
-            results_dir, _objective(run, parameters, terms))))
+        handles.append((run, _handle(run, parameters, model, results_dir)))
     return handles
+
+
+def _handle(run: PageRun, parameters: dict, model, results_dir):
+    """``run``'s stored-run handle, or a :class:`Waiting` saying why it cannot be trained now."""
+    from . import aligned_contrastive as acl
+    from .runs import glue_run_handle
+
+    settings = _run_settings(run, parameters, model, results_dir)
+    if settings is None:
+        return Waiting(f"waits for {run.task}'s recipe grid (its runs are listed above)")
+    gate = _gate(run, parameters, model, results_dir)
+    if gate is not None:
+        return Waiting(gate)
+    terms = _run_terms(run, parameters, model, results_dir)
+    if terms is None:
+        return Waiting(f"waits for {run.task}'s contrastive grid (its runs are listed above)")
+    return glue_run_handle(model, run.task, acl.glue_config(run.task, run.seed, parameters["max_train_examples"],
+                                                            **settings),
+                           results_dir, _objective(run, parameters, terms))
 
 
 def train_run(run: PageRun, profile: str = "quick", overrides: dict | None = None, results_dir=None) -> None:
@@ -234,6 +291,10 @@ def train_run(run: PageRun, profile: str = "quick", overrides: dict | None = Non
     if settings is None:
         raise ValueError(f"{run.name} is trained with the recipe chosen on {run.task}'s recipe grid, which is not "
                          "all stored yet: train the grid's runs first (--list names them)")
+    gate = _gate(run, parameters, model, results_dir)
+    if gate is not None:
+        raise ValueError(f"{run.name} {gate}" + ("" if gate.startswith("left out") else
+                                                 ": train those first (--list names them)"))
     terms = _run_terms(run, parameters, model, results_dir)
     if terms is None:
         raise ValueError(f"{run.name} is trained with the temperature and weight chosen on {run.task}'s contrastive "
@@ -268,10 +329,10 @@ def main(argv=None) -> int:
         for page in pages:
             names = [r for r in args.run if r.startswith(page + ":")] if args.run else None
             for run, stored in stored_runs(page, args.profile, overrides, args.results_dir, names):
-                if stored is None and not args.list:  # its task's grid may have been trained by this call
+                if isinstance(stored, Waiting) and not args.list:  # what it waits for may have been trained since
                     (_, stored), = stored_runs(page, args.profile, overrides, args.results_dir, [run.name])
-                if stored is None:
-                    print(f"{run.name}: waits for {run.task}'s grid (its runs are listed above)")
+                if isinstance(stored, Waiting):
+                    print(f"{run.name}: {stored.reason}")
                     continue
                 if args.list:
                     print(f"{run.name}: {'stored' if stored.exists else 'missing'} ({stored.key})")

@@ -158,7 +158,7 @@ def _run_row(stored, method: str, task: str, seed: int, weight: float | None,
 
 def run_grid(model, tasks, methods, seeds, max_train_examples: dict | None = None, weight: float = 0.5,
              temperature: float = 0.3, data_dir=None, results_dir=None, terms: pd.DataFrame | None = None,
-             angle_every: int = 1, **settings) -> tuple[pd.DataFrame, pd.DataFrame]:
+             angle_every: int = 1, kept_tasks=None, **settings) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Fine-tune (or reuse) every method x task x seed; returns (runs, angles).
 
     ``runs``: one row per fine-tuning (method, task, seed, weight, temperature, metric, score, accuracy / f1 / mcc,
@@ -170,13 +170,16 @@ def run_grid(model, tasks, methods, seeds, max_train_examples: dict | None = Non
     (:func:`chosen_terms`): a method's weight and temperature chosen on dev per task, where it has them (the gated
     method takes its ungated one's, :data:`TUNED_AS`); else ``weight`` and ``temperature``. ``angle_every``: the
     ungated methods measure the angle on every so-many-th step only (:class:`AclConfig`); ``angles`` holds the
-    measured steps.
+    measured steps. ``kept_tasks`` (:attr:`TunedRecipe.kept`): where given, every method but CE is fine-tuned on
+    these tasks only (:func:`trained_on`).
     """
     from .runs import glue_run
 
     rows, angles = [], []
     for task in tasks:
         for method in methods:
+            if not trained_on(method, task, kept_tasks):
+                continue
             for seed in seeds_of(seeds, task):
                 config = glue_config(task, seed, max_train_examples, **settings)
                 run_weight, run_temperature = term_of(terms, method, task, weight, temperature)
@@ -202,8 +205,14 @@ def run_grid(model, tasks, methods, seeds, max_train_examples: dict | None = Non
 
 def lambda_grid(model, task: str, weights, seeds, methods=("acl_embed", "acl"), max_train_examples=None,
                 temperature: float = 0.3, data_dir=None, results_dir=None, angle_every: int = 1,
-                **settings) -> pd.DataFrame:
-    """The runs of the lambda-sensitivity table: ``methods`` (with and without ACL-Grad) at every ``weight``."""
+                kept_tasks=None, **settings) -> pd.DataFrame:
+    """The runs of the lambda-sensitivity table: ``methods`` (with and without ACL-Grad) at every ``weight``.
+    ``kept_tasks`` (:attr:`TunedRecipe.kept`): where given, ``task`` must be one of them (a curve on a task CE has
+    not learned would measure nothing), else a ValueError names the kept ones."""
+    if kept_tasks is not None and task not in kept_tasks:
+        raise ValueError(f"lambda_task {task!r} is left out of the contrastive runs (CE has not learned it beyond the "
+                         f"majority class), so its lambda curve would measure nothing; choose one of the kept tasks "
+                         f"({', '.join(kept_tasks) or 'none'})")
     parts = [run_grid(model, [task], methods, seeds, max_train_examples, w, temperature, data_dir, results_dir,
                       angle_every=angle_every, **settings)[0] for w in weights]
     return pd.concat(parts, ignore_index=True)
@@ -305,40 +314,68 @@ def term_of(terms: pd.DataFrame | None, method: str, task: str, weight: float, t
     return float(weight), float(temperature)
 
 
+def trained_on(method: str, task: str, kept_tasks=None) -> bool:
+    """Whether ``method`` is fine-tuned on ``task``: CE on every task; the other methods on every task, or where
+    the page gates them on CE's baseline check (``kept_tasks``, :attr:`TunedRecipe.kept`), on the kept ones only."""
+    return method == "ce" or kept_tasks is None or task in kept_tasks
+
+
 @dataclass
 class TunedRecipe:
     """What the chapter's pages fine-tune with: ``settings`` (GlueConfig fields, each task's learning rate and
     epochs as CE's grid chose them, where there is one) and ``terms`` (:func:`chosen_terms`, or None), with the grid
-    runs and tables they were chosen from (None where the page has no such grid)."""
+    runs and tables they were chosen from (None where the page has no such grid). Where the page gates the
+    contrastive methods on CE (``baseline_gate``): ``baseline_runs`` (CE over the table's seeds at that recipe),
+    their :func:`baseline_check` and ``kept``, the tasks CE learned beyond the majority class, the only ones the
+    contrastive grid and methods are fine-tuned on; None without the gate (every task)."""
 
     settings: dict
     recipe_runs: pd.DataFrame | None = None
     recipes: pd.DataFrame | None = None
     term_runs: pd.DataFrame | None = None
     terms: pd.DataFrame | None = None
+    baseline_runs: pd.DataFrame | None = None
+    check: pd.DataFrame | None = None
+    kept: list[str] | None = None
 
 
 def tuned_recipe(model, tasks, settings: dict, max_train_examples: dict | None = None, grid_learning_rates=(),
                  grid_epochs=(), grid_seeds=(0,), contrastive_grid_temperatures=(), contrastive_grid_weights=(),
                  contrastive_grid_methods=("ce_scl",), data_dir=None, results_dir=None, also_tasks=(),
-                 angle_every: int = 1) -> TunedRecipe:
+                 angle_every: int = 1, seeds=None, baseline_gate: bool = False) -> TunedRecipe:
     """The recipe every page of the chapter fine-tunes with, so that they read the same runs: CE's learning rate and
     epochs chosen on dev per task (:func:`recipe_grid`, where ``grid_learning_rates`` and ``grid_epochs`` are
-    given; ``also_tasks``, e.g. the lambda curve's, get theirs too), then the contrastive term's temperature and
-    weight for ``contrastive_grid_methods`` at that recipe (:func:`contrastive_grid`, where both of its lists are
-    given). Both grids use ``grid_seeds``, apart from the table's."""
+    given; ``also_tasks``, e.g. the lambda curve's, get theirs too); with ``baseline_gate``, CE over the table's
+    ``seeds`` at that recipe and the tasks it learned beyond the majority class (:func:`baseline_check`; only
+    those get contrastive runs, so no hours go to methods compared against a baseline that learned nothing); then
+    the contrastive term's temperature and weight for ``contrastive_grid_methods`` at that recipe
+    (:func:`contrastive_grid`, where both of its lists are given). Both grids use ``grid_seeds``, apart from the
+    table's."""
     tuned = TunedRecipe(dict(settings))
     if grid_learning_rates and grid_epochs:
         tuned.recipe_runs = recipe_grid(model, tasks, grid_learning_rates, grid_epochs, grid_seeds,
                                         max_train_examples, data_dir, results_dir, **settings)
         tuned.recipes = chosen_recipes(tuned.recipe_runs)
         tuned.settings = with_chosen_recipes(settings, tuned.recipes, list(dict.fromkeys([*tasks, *also_tasks])))
-    if contrastive_grid_temperatures and contrastive_grid_weights:
-        tuned.term_runs = contrastive_grid(model, tasks, contrastive_grid_methods, contrastive_grid_temperatures,
-                                           contrastive_grid_weights, grid_seeds, max_train_examples, data_dir,
-                                           results_dir, angle_every, **tuned.settings)
+    if baseline_gate:
+        if seeds is None:
+            raise ValueError("baseline_gate needs the table's seeds (CE is judged over them)")
+        tuned.baseline_runs, _ = run_grid(model, tasks, ["ce"], seeds, max_train_examples, data_dir=data_dir,
+                                          results_dir=results_dir, **tuned.settings)
+        tuned.check = baseline_check(score_table(tuned.baseline_runs, data_dir))
+        tuned.kept = tasks_kept(tuned.check)
+    grid_tasks = [task for task in tasks if tuned.kept is None or task in tuned.kept]
+    if contrastive_grid_temperatures and contrastive_grid_weights and grid_tasks:
+        tuned.term_runs = contrastive_grid(model, grid_tasks, contrastive_grid_methods,
+                                           contrastive_grid_temperatures, contrastive_grid_weights, grid_seeds,
+                                           max_train_examples, data_dir, results_dir, angle_every, **tuned.settings)
         tuned.terms = chosen_terms(tuned.term_runs)
     return tuned
+
+
+def tasks_kept(check: pd.DataFrame) -> list[str]:
+    """The tasks of :func:`baseline_check`'s table that CE learned beyond the majority class, in its order."""
+    return [str(task) for task in check.loc[check["kept"].astype(bool), "task"]]
 
 
 def _ordered(values, order) -> list:
@@ -1151,7 +1188,7 @@ def with_reference(scores: pd.DataFrame, method: str = "acl") -> Spread | None:
 __all__ = ["METHODS", "EXIT_MODES", "MISSING_TASKS", "acl_config", "per_task", "glue_config", "recipe_sentence",
            "run_grid", "lambda_grid", "all_at_floor", "score_table", "baseline_check", "left_out_tasks",
            "recipe_grid", "chosen_recipes", "with_chosen_recipes", "TUNED_AS", "contrastive_grid", "chosen_terms",
-           "term_of", "check_tunable", "TunedRecipe", "tuned_recipe",
+           "term_of", "check_tunable", "TunedRecipe", "tuned_recipe", "trained_on", "tasks_kept",
            "main_table", "cost_table", "angle_table", "lambda_table", "lambda_spread", "main_claims",
            "majority_count", "lambda_claim", "TimedMultiExitObjective", "exit_grid", "exit_table",
            "exit_curve_table", "shallow_gain_claim", "exit_claims", "multi_exit_claims", "joined_exit_claims",
