@@ -173,3 +173,11 @@ def test_the_baseline_gate_trains_ce_first_and_leaves_a_task_it_has_not_learned_
     (_, ungated), = acl_runs.stored_runs("acl_glue", "smoke", {**gate, "baseline_gate": False}, tmp_path,
                                          ["acl_glue:RTE:ce_scl:0:0.5:t0.3"])
     assert not isinstance(grid, Waiting) and grid.key == ungated.key  # kept: the run the ungated page trains
+
+
+def test_the_list_ends_with_how_many_runs_are_in_each_state(tmp_path, capsys):
+    acl_runs.main(["--list", "--page", "acl_glue", "--profile", "smoke", "--results-dir", str(tmp_path),
+                   "-p", "baseline_gate", "true", "-p", "grid_learning_rates", "[]", "-p", "lambdas", "[0.5]"])
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[-1] == f"0 stored, 1 missing, {len(lines) - 2} waiting, 0 left out"
+    assert lines[0].startswith("acl_glue:RTE:ce:1: missing")

@@ -325,6 +325,7 @@ def main(argv=None) -> int:
         parser.exit(2, f"error: {', '.join(stray)}: not a run of {', '.join(pages) or 'any page'} (a name starts "
                        f"with its page, one of {', '.join(PAGES)}; --list prints them)\n")
     trained = 0
+    states = {"stored": 0, "missing": 0, "waiting": 0, "left out": 0}
     try:
         for page in pages:
             names = [r for r in args.run if r.startswith(page + ":")] if args.run else None
@@ -332,9 +333,11 @@ def main(argv=None) -> int:
                 if isinstance(stored, Waiting) and not args.list:  # what it waits for may have been trained since
                     (_, stored), = stored_runs(page, args.profile, overrides, args.results_dir, [run.name])
                 if isinstance(stored, Waiting):
+                    states["left out" if stored.reason.startswith("left out") else "waiting"] += 1
                     print(f"{run.name}: {stored.reason}")
                     continue
                 if args.list:
+                    states["stored" if stored.exists else "missing"] += 1
                     print(f"{run.name}: {'stored' if stored.exists else 'missing'} ({stored.key})")
                     continue
                 if stored.exists:
@@ -348,6 +351,8 @@ def main(argv=None) -> int:
                 print(f"{run.name}: trained ({time.time() - start:.0f} s; {stored.key})", flush=True)
     except ValueError as error:  # ParameterError included
         parser.exit(2, f"error: {error}\n")
+    if args.list:
+        print(", ".join(f"{count} {state}" for state, count in states.items()))
     return 0
 
 
