@@ -434,6 +434,19 @@ def test_profiles_only_set_declared_parameters():
             resolve_parameters(name, profile, config=config)  # raises on a typo or a wrong type in profiles.yml
 
 
+@pytest.mark.parametrize("profile", ["quick", "paper"])
+def test_the_acl_angle_page_reads_the_runs_the_glue_page_trains(profile):
+    """The angle page trains nothing of its own in the book: at a canonical profile every recipe parameter it shares
+    with the GLUE page (seeds, recipe and contrastive grids, the baseline gate, angle_every, ...) has the GLUE
+    page's value, so both key the same runs (a profile that sets one and not the other fails here)."""
+    config = load_config()
+    glue, angles = (resolve_parameters(page, profile, config=config) for page in ("acl_glue", "acl_gradient_angles"))
+    shared = set(book.notebook_parameters(_notebook("acl_glue"))) & set(book.notebook_parameters(_notebook(
+        "acl_gradient_angles"))) - {"profile", "data_dir", "results_dir", "methods"}
+    assert "baseline_gate" in shared and "contrastive_grid_weights" in shared
+    assert {name: angles[name] for name in shared} == {name: glue[name] for name in shared}
+
+
 def _notebook(name: str) -> Path:
     return REPO_ROOT / load_config()["notebooks"][name]["source"]
 
