@@ -56,7 +56,7 @@ def test_acl_index_states_the_committed_baseline_check():
         assert f"{check.loc[task, 'tolerance']:.2f}" in text and f"{check.loc[task, 'ce']:.2f}" in text, task
 
 
-@pytest.mark.parametrize("task", ["CoLA", "RTE", "SST-2"])
+@pytest.mark.parametrize("task", ["CoLA", "RTE", "SST-2", "MRPC"])
 def test_acl_index_names_the_recipe_each_stored_grid_chose(task):
     """The recipe the ACL index says a task's grid chose is the one :func:`chosen_recipes` picks from the stored runs,
     with its dev score."""
