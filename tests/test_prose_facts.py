@@ -130,3 +130,28 @@ def test_attention_pooling_index_states_where_the_frozen_arm_has_paired_noise():
         without.setdefault(run.backbone, []).append(not fp.has_pair_cosines(run))
     assert not any(without["all-minilm-l6-v2"]) and not any(without["bert-mini-wiki"])
     assert f"{sum(without['bert-tiny-wiki'])} of bert-tiny-wiki's {len(without['bert-tiny-wiki'])}" in text
+
+
+@pytest.mark.parametrize("task", ["SST-2"])
+def test_acl_index_names_the_contrastive_terms_each_stored_grid_chose(task):
+    """The temperature and weight the ACL index says CE+SCL's grid chose on a task are those :func:`chosen_terms`
+    picks from the stored runs, with their dev score, and the range the grid spans."""
+    import pandas as pd
+
+    from bertsent.experiments import acl_runs
+    from bertsent.experiments import aligned_contrastive as acl
+
+    grids = {"tasks": [task], "grid_learning_rates": [2e-5, 5e-5, 1e-4], "grid_epochs": [3, 5],
+             "contrastive_grid_temperatures": [0.1, 0.3, 0.5], "contrastive_grid_weights": [0.1, 0.5, 1.0],
+             "baseline_gate": True, "seeds": [1, 2, 3, 4, 5], "angle_every": 10, "lambda_task": task,
+             "lambda_seeds": [1, 2, 3]}
+    handles = [(run, stored) for run, stored in acl_runs.stored_runs("acl_glue", "quick", grids, RESULTS_DIR)
+               if run.method == "ce_scl" and run.temperature is not None]
+    assert len(handles) == 9 and all(getattr(stored, "exists", False) for _, stored in handles)
+    rows = [acl._run_row(stored, "ce_scl", task, run.seed, run.weight, run.temperature) for run, stored in handles]
+    terms = acl.chosen_terms(pd.DataFrame(rows))
+    best = terms.query("chosen").iloc[0]
+    text = one_line((REPO_ROOT / "book" / "aligned-contrastive" / "index.md").read_text())
+    assert (f"{task}'s CE+SCL grid chose tau {best['temperature']:g} and lambda {best['weight']:g} "
+            f"({best['metric']} {best['score']:.2f})") in text
+    assert f"the nine points span {terms['score'].min():.2f}-{terms['score'].max():.2f}" in text
