@@ -155,3 +155,18 @@ def test_acl_index_names_the_contrastive_terms_each_stored_grid_chose(task):
     assert (f"{task}'s CE+SCL grid chose tau {best['temperature']:g} and lambda {best['weight']:g} "
             f"({best['metric']} {best['score']:.2f})") in text
     assert f"the nine points span {terms['score'].min():.2f}-{terms['score'].max():.2f}" in text
+
+
+def test_attention_pooling_index_states_mpnets_paired_frozen_claims():
+    """The chapter index's sentence on the frozen all-mpnet-base-v2's paired claims quotes claims_frozen.csv, and
+    those claims are judged with the paired bootstrap."""
+    import pandas as pd
+
+    claims = pd.read_csv(RESULTS_DIR / "attention_pooling" / "claims_frozen.csv")
+    mpnet = claims[claims["backbone"] == "all-mpnet-base-v2"].set_index("claim")
+    text = one_line((REPO_ROOT / "book" / "attention-pooling" / "index.md").read_text())
+    for fixed in ("cls_mean_last", "cls_last", "mean_last"):
+        row = mpnet.loc[f"att_both_cls > {fixed} (stsb)"]
+        assert "paired bootstrap" in row["noise_source"], fixed
+        assert (f"`att_both_cls > {fixed}` {row['our_effect']:+.2f} (tolerance {row['tolerance']:.2f}: "
+                f"*{row['verdict']}*") in text, fixed
