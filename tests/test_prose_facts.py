@@ -170,3 +170,26 @@ def test_attention_pooling_index_states_mpnets_paired_frozen_claims():
         assert "paired bootstrap" in row["noise_source"], fixed
         assert (f"`att_both_cls > {fixed}` {row['our_effect']:+.2f} (tolerance {row['tolerance']:.2f}: "
                 f"*{row['verdict']}*") in text, fixed
+
+
+@pytest.mark.parametrize("task", ["SST-2", "MRPC"])
+def test_acl_index_states_the_gate_on_the_stored_ce_seeds(task):
+    """What the ACL index says the baseline gate decided on a task is :func:`baseline_check` on CE's five stored
+    seeds at the task's chosen recipe."""
+    import pandas as pd
+
+    from bertsent.experiments import acl_runs
+    from bertsent.experiments import aligned_contrastive as acl
+
+    overrides = {"tasks": [task], "seeds": [1, 2, 3, 4, 5], "grid_learning_rates": [2e-5, 5e-5, 1e-4],
+                 "grid_epochs": [3, 5], "baseline_gate": True, "lambda_task": task, "lambda_seeds": [1, 2, 3]}
+    handles = [(run, stored) for run, stored in acl_runs.stored_runs("acl_glue", "quick", overrides, RESULTS_DIR)
+               if run.method == "ce" and run.recipe is None]
+    assert len(handles) == 5 and all(stored.exists for _, stored in handles)
+    runs = pd.DataFrame([acl._run_row(stored, "ce", task, run.seed, None) for run, stored in handles])
+    check = acl.baseline_check(acl.score_table(runs)).set_index("task").loc[task]
+    text = one_line((REPO_ROOT / "book" / "aligned-contrastive" / "index.md").read_text())
+    sd = runs["score"].std()
+    verdict = "kept" if check["kept"] else "left out"
+    assert (f"{task} is {verdict} (CE {check['ce']:.2f} ± {sd:.2f} against" in text
+            and f"{check['majority']:.2f}: {check['difference']:+.2f}, tolerance {check['tolerance']:.2f})" in text)
