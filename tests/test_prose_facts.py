@@ -132,24 +132,36 @@ def test_attention_pooling_index_states_where_the_frozen_arm_has_paired_noise():
     assert f"{sum(without['bert-tiny-wiki'])} of bert-tiny-wiki's {len(without['bert-tiny-wiki'])}" in text
 
 
-@pytest.mark.parametrize("task", ["SST-2"])
-def test_acl_index_names_the_contrastive_terms_each_stored_grid_chose(task):
-    """The temperature and weight the ACL index says CE+SCL's grid chose on a task are those :func:`chosen_terms`
-    picks from the stored runs, with their dev score, and the range the grid spans."""
+ACL_INDEX_GRIDS = {"seeds": [1, 2, 3, 4, 5], "grid_learning_rates": [2e-5, 5e-5, 1e-4], "grid_epochs": [3, 5],
+                   "contrastive_grid_temperatures": [0.1, 0.3, 0.5], "contrastive_grid_weights": [0.1, 0.5, 1.0],
+                   "baseline_gate": True, "angle_every": 10, "lambda_seeds": [1, 2, 3]}
+
+
+def acl_index_rows(task: str, keep) -> "pd.DataFrame":
+    """One row per run (:func:`_run_row`) of ``task`` under the ACL index's ``--list`` flags that ``keep(run)``
+    selects; every selected run must be stored."""
     import pandas as pd
 
     from bertsent.experiments import acl_runs
     from bertsent.experiments import aligned_contrastive as acl
 
-    grids = {"tasks": [task], "grid_learning_rates": [2e-5, 5e-5, 1e-4], "grid_epochs": [3, 5],
-             "contrastive_grid_temperatures": [0.1, 0.3, 0.5], "contrastive_grid_weights": [0.1, 0.5, 1.0],
-             "baseline_gate": True, "seeds": [1, 2, 3, 4, 5], "angle_every": 10, "lambda_task": task,
-             "lambda_seeds": [1, 2, 3]}
-    handles = [(run, stored) for run, stored in acl_runs.stored_runs("acl_glue", "quick", grids, RESULTS_DIR)
-               if run.method == "ce_scl" and run.temperature is not None]
-    assert len(handles) == 9 and all(getattr(stored, "exists", False) for _, stored in handles)
-    rows = [acl._run_row(stored, "ce_scl", task, run.seed, run.weight, run.temperature) for run, stored in handles]
-    terms = acl.chosen_terms(pd.DataFrame(rows))
+    overrides = {**ACL_INDEX_GRIDS, "tasks": [task], "lambda_task": task}
+    handles = [(run, stored) for run, stored in acl_runs.stored_runs("acl_glue", "quick", overrides, RESULTS_DIR)
+               if keep(run)]
+    assert handles and all(getattr(stored, "exists", False) for _, stored in handles)
+    return pd.DataFrame([acl._run_row(stored, run.method, task, run.seed, run.weight, run.temperature)
+                         for run, stored in handles])
+
+
+@pytest.mark.parametrize("task", ["SST-2"])
+def test_acl_index_names_the_contrastive_terms_each_stored_grid_chose(task):
+    """The temperature and weight the ACL index says CE+SCL's grid chose on a task are those :func:`chosen_terms`
+    picks from the stored runs, with their dev score, and the range the grid spans."""
+    from bertsent.experiments import aligned_contrastive as acl
+
+    rows = acl_index_rows(task, lambda run: run.method == "ce_scl" and run.temperature is not None)
+    assert len(rows) == 9
+    terms = acl.chosen_terms(rows)
     best = terms.query("chosen").iloc[0]
     text = one_line((REPO_ROOT / "book" / "aligned-contrastive" / "index.md").read_text())
     assert (f"{task}'s CE+SCL grid chose tau {best['temperature']:g} and lambda {best['weight']:g} "
@@ -177,17 +189,10 @@ def test_attention_pooling_index_states_mpnets_paired_frozen_claims():
 def test_acl_index_states_the_gate_on_the_stored_ce_seeds(task):
     """What the ACL index says the baseline gate decided on a task is :func:`baseline_check` on CE's five stored
     seeds at the task's chosen recipe."""
-    import pandas as pd
-
-    from bertsent.experiments import acl_runs
     from bertsent.experiments import aligned_contrastive as acl
 
-    overrides = {"tasks": [task], "seeds": [1, 2, 3, 4, 5], "grid_learning_rates": [2e-5, 5e-5, 1e-4],
-                 "grid_epochs": [3, 5], "baseline_gate": True, "lambda_task": task, "lambda_seeds": [1, 2, 3]}
-    handles = [(run, stored) for run, stored in acl_runs.stored_runs("acl_glue", "quick", overrides, RESULTS_DIR)
-               if run.method == "ce" and run.recipe is None]
-    assert len(handles) == 5 and all(stored.exists for _, stored in handles)
-    runs = pd.DataFrame([acl._run_row(stored, "ce", task, run.seed, None) for run, stored in handles])
+    runs = acl_index_rows(task, lambda run: run.method == "ce" and run.recipe is None)
+    assert len(runs) == 5
     check = acl.baseline_check(acl.score_table(runs)).set_index("task").loc[task]
     text = one_line((REPO_ROOT / "book" / "aligned-contrastive" / "index.md").read_text())
     sd = runs["score"].std()
