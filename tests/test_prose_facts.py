@@ -199,3 +199,28 @@ def test_acl_index_states_the_gate_on_the_stored_ce_seeds(task):
     verdict = "kept" if check["kept"] else "left out"
     assert (f"{task} is {verdict} (CE {check['ce']:.2f} ± {sd:.2f} against" in text
             and f"{check['majority']:.2f}: {check['difference']:+.2f}, tolerance {check['tolerance']:.2f})" in text)
+
+
+def test_attention_pooling_index_states_minilms_300_step_claims():
+    """The index's paragraph on MiniLM's 300-step fine-tuning runs quotes ablation_table.csv and claims_ablation.csv,
+    and its "all three seeds selected step 0" is the stored runs' record."""
+    import pandas as pd
+
+    table = pd.read_csv(RESULTS_DIR / "attention_pooling" / "ablation_table.csv")
+    minilm = table[table["backbone"] == "all-minilm-l6-v2"].set_index("pooling")
+    claims = pd.read_csv(RESULTS_DIR / "attention_pooling" / "claims_ablation.csv")
+    judged = claims[claims["backbone"] == "all-minilm-l6-v2"].set_index("claim")
+    runs = pd.read_csv(RESULTS_DIR / "attention_pooling" / "training_runs.csv")
+    minilm_runs = runs[runs["backbone"] == "all-minilm-l6-v2"]
+    text = one_line((REPO_ROOT / "book" / "attention-pooling" / "index.md").read_text())
+    assert set(minilm_runs["steps"]) == {300}
+    assert list(minilm_runs.loc[minilm_runs["pooling"] == "cls_mean_last", "best_step"]) == [0, 0, 0]
+    assert (f"`att_both_cls` reads {minilm.loc['att_both_cls', 'stsb']:.2f} ± {minilm.loc['att_both_cls', 'stsb_sd']:.2f}"
+            f" over 3 seeds against `cls_mean_last`'s {minilm.loc['cls_mean_last', 'stsb']:.2f}") in text
+    for claim in ("att_both_cls > cls_mean_last (stsb)", "att_both > cls_mean_last (stsb)",
+                  "att_both_cls > mean_last (stsb)", "att_both_cls > att_both (stsb)",
+                  "mean_last of the att_both_cls encoder > mean_last trained alone (stsb)"):
+        row = judged.loc[claim]
+        assert f"`{claim}`" in text, claim
+        assert f"{row['our_effect']:+.2f} (tolerance {row['tolerance']:.2f}: *{row['verdict']}*)" in text, claim
+    assert not (judged["verdict"] == "reproduced").any()

@@ -680,8 +680,8 @@ def backbone_recipe(backbone: str, data: TrainingData, training: dict | None = N
                     recipes: dict | None = None) -> tuple[TrainingData, dict]:
     """``(data, training overrides)`` of ``backbone``'s runs: the page's, with ``recipes[backbone]`` over them.
 
-    A recipe lets a cheap backbone train at a larger scale than the page's default in the same build (e.g. the
-    paper's 3 epochs over every triplet on the book's 2-layer BERT, 16 steps on MiniLM): ``max_triplets`` replaces
+    A recipe lets a backbone train at another scale than the page's default in the same build (e.g. the paper's
+    3 epochs over every triplet on the backbones a build can afford it for): ``max_triplets`` replaces
     the page's subset size (None: all), ``training`` is merged over the page's overrides."""
     recipe = (recipes or {}).get(backbone) or {}
     unknown = sorted(set(recipe) - set(RECIPE_FIELDS))
