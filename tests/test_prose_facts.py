@@ -185,7 +185,7 @@ def test_attention_pooling_index_states_mpnets_paired_frozen_claims():
                 f"*{row['verdict']}*") in text, claim
 
 
-@pytest.mark.parametrize("task", ["SST-2", "MRPC"])
+@pytest.mark.parametrize("task", ["SST-2", "MRPC", "CoLA"])
 def test_acl_index_states_the_gate_on_the_stored_ce_seeds(task):
     """What the ACL index says the baseline gate decided on a task is :func:`baseline_check` on CE's five stored
     seeds at the task's chosen recipe."""
