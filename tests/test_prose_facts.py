@@ -224,3 +224,9 @@ def test_attention_pooling_index_states_minilms_300_step_claims():
         assert f"`{claim}`" in text, claim
         assert f"{row['our_effect']:+.2f} (tolerance {row['tolerance']:.2f}: *{row['verdict']}*)" in text, claim
     assert not (judged["verdict"] == "reproduced").any()
+    main = judged.loc["att_both_cls > cls_mean_last (stsb)"]
+    assert f"the tolerance is {main['tolerance'] / main['paper_effect']:.1f} times it" in text
+    alpha = pd.read_csv(RESULTS_DIR / "attention_pooling" / "alpha_summary.csv").set_index("backbone")
+    weights = alpha.loc["all-minilm-l6-v2"]
+    assert (f"{weights['entropy_ratio']:.2%}, the last layer weighted {weights['last_weight']:.3f} against the "
+            f"uniform {weights['uniform_weight']:.3f}") in text
