@@ -232,3 +232,39 @@ def test_attention_pooling_index_states_minilms_300_step_claims():
     weights = alpha.loc["all-minilm-l6-v2"]
     assert (f"{weights['entropy_ratio']:.2%}, the last layer weighted {weights['last_weight']:.3f} against the "
             f"uniform {weights['uniform_weight']:.3f}") in text
+
+
+def test_acl_index_states_sst2s_complete_row():
+    """The ACL index's paragraph on SST-2's complete row quotes :func:`score_table`, :func:`main_claims` and
+    :func:`component_claims` on the five stored seeds of every method, and what it says of the gradient gate (how
+    many steps it dropped, that the seeds it never fired on match ACL-Embed's) is the runs' record."""
+    from bertsent.experiments import aligned_contrastive as acl
+
+    runs = acl_index_rows("SST-2", lambda run: run.seed >= 1 and run.recipe is None and run.weight in (None, 0.5))
+    scores = acl.score_table(runs).set_index("method")
+    claims = acl.main_claims(scores.reset_index()).set_index("claim")
+    components = acl.component_claims(scores.reset_index()).set_index("claim")
+    text = one_line((REPO_ROOT / "book" / "aligned-contrastive" / "index.md").read_text())
+    assert set(scores["seeds"]) == {5} and scores.loc["ce", "dev_examples"] == 872
+    quoted = (f"CE {scores.loc['ce', 'mean']:.2f} ± {scores.loc['ce', 'sd']:.2f}, CE+SCL (tau 0.1, lambda 0.5) "
+              f"{scores.loc['ce_scl', 'mean']:.2f} ± {scores.loc['ce_scl', 'sd']:.2f}, ACL-Embed "
+              f"{scores.loc['acl_embed', 'mean']:.2f} ± {scores.loc['acl_embed', 'sd']:.2f}, ACL "
+              f"{scores.loc['acl', 'mean']:.2f} ± {scores.loc['acl', 'sd']:.2f}")
+    assert quoted in text
+    for claim in ("acl > ce", "acl > ce_scl"):
+        row = claims.loc[claim]
+        assert row["verdict"] == "within noise"
+        assert f"`{claim}` is {row['our_effect']:+.2f} (tolerance {row['tolerance']:.2f})" in text, claim
+    assert set(components["verdict"]) == {"within noise"}
+    assert f"`acl > acl_embed`: {components.loc['acl > acl_embed', 'our_effect']:+.2f}" in text
+    assert f"`acl_embed > ce_scl`: {components.loc['acl_embed > ce_scl', 'our_effect']:+.2f}" in text
+    gated = runs[runs["method"] == "acl"].set_index("seed")
+    ungated = runs[runs["method"] == "acl_embed"].set_index("seed")
+    assert f"{int(gated['dropped_steps'].sum())} of its {int(gated['measured_steps'].sum()):,} steps" in text
+    never = gated.index[gated["dropped_steps"] == 0]
+    assert len(never) == 4 and (gated.loc[never, "score"] == ungated.loc[never, "score"]).all()
+    fired = gated.index[gated["dropped_steps"] > 0][0]
+    assert f"(seed {fired})" in text
+    assert f"moved seed {fired} by {gated.loc[fired, 'score'] - ungated.loc[fired, 'score']:+.2f}" in text
+    angles = runs.loc[runs["method"].isin(["acl", "acl_embed"]), "angle_mean"]
+    assert f"at {angles.min():.0f}-{angles.max():.0f} degrees on average" in text
