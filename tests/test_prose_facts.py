@@ -153,7 +153,7 @@ def acl_index_rows(task: str, keep) -> "pd.DataFrame":
                          for run, stored in handles])
 
 
-@pytest.mark.parametrize("task", ["SST-2"])
+@pytest.mark.parametrize("task", ["SST-2", "MRPC"])
 def test_acl_index_names_the_contrastive_terms_each_stored_grid_chose(task):
     """The temperature and weight the ACL index says CE+SCL's grid chose on a task are those :func:`chosen_terms`
     picks from the stored runs, with their dev score, and the range the grid spans."""
