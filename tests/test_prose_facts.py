@@ -268,3 +268,50 @@ def test_acl_index_states_sst2s_complete_row():
     assert f"moved seed {fired} by {gated.loc[fired, 'score'] - ungated.loc[fired, 'score']:+.2f}" in text
     angles = runs.loc[runs["method"].isin(["acl", "acl_embed"]), "angle_mean"]
     assert f"at {angles.min():.0f}-{angles.max():.0f} degrees on average" in text
+
+
+def test_acl_index_states_mrpcs_complete_row():
+    """The ACL index's paragraph on MRPC's complete row quotes :func:`score_table`, :func:`main_claims` and
+    :func:`component_claims` on the five stored seeds of every method, and what it says of the gradient gate (that it
+    fired on every seed, how many steps it dropped, how far it moved each seed from ACL-Embed's) is the runs' record."""
+    from bertsent.experiments import aligned_contrastive as acl
+
+    runs = acl_index_rows("MRPC", lambda run: run.seed >= 1 and run.recipe is None and run.weight in (None, 0.5))
+    scores = acl.score_table(runs)
+    accuracy = scores[scores["metric"] == "accuracy"].set_index("method")
+    claims = acl.main_claims(scores).set_index("claim")
+    components = acl.component_claims(scores).set_index("claim")
+    text = one_line((REPO_ROOT / "book" / "aligned-contrastive" / "index.md").read_text())
+    paragraph = text[text.index("**MRPC's row is complete**"):]
+    assert set(accuracy["seeds"]) == {5} and accuracy.loc["ce", "dev_examples"] == 408
+    grid = acl_index_rows("MRPC", lambda run: run.method == "ce_scl" and run.temperature is not None)
+    chosen = acl.chosen_terms(grid).query("chosen").iloc[0]
+    quoted = (f"CE {accuracy.loc['ce', 'mean']:.2f} ± {accuracy.loc['ce', 'sd']:.2f}, CE+SCL "
+              f"(tau {chosen['temperature']:g}, lambda {chosen['weight']:g}) "
+              f"{accuracy.loc['ce_scl', 'mean']:.2f} ± {accuracy.loc['ce_scl', 'sd']:.2f}, ACL-Embed "
+              f"{accuracy.loc['acl_embed', 'mean']:.2f} ± {accuracy.loc['acl_embed', 'sd']:.2f}, ACL "
+              f"{accuracy.loc['acl', 'mean']:.2f} ± {accuracy.loc['acl', 'sd']:.2f}")
+    assert quoted in paragraph
+    for claim in ("acl > ce", "acl > ce_scl"):
+        row = claims.loc[claim]
+        assert f"`{claim}` is {row['our_effect']:+.2f} (tolerance {row['tolerance']:.2f})" in paragraph, claim
+    for claim in ("acl > acl_embed", "acl_embed > ce_scl"):
+        row = components.loc[claim]
+        assert f"`{claim}`: {row['our_effect']:+.2f} (tolerance {row['tolerance']:.2f})" in paragraph, claim
+    verdicts = set(claims["verdict"]) | set(components["verdict"])
+    assert verdicts == {"within noise"} and "*within noise*" in paragraph
+    above_ce = accuracy.loc[["ce_scl", "acl_embed", "acl"], "mean"] - accuracy.loc["ce", "mean"]
+    assert f"sits {above_ce.min():.1f}-{above_ce.max():.1f} points above CE" in paragraph
+    for method, label in (("ce", "CE"), ("ce_scl", "CE+SCL"), ("acl_embed", "ACL-Embed"), ("acl", "ACL")):
+        seconds = runs.loc[runs["method"] == method, "train_seconds"]
+        assert f"{label} {seconds.min():,.0f}-{seconds.max():,.0f} s" in paragraph, method
+    gated = runs[runs["method"] == "acl"].set_index("seed")
+    ungated = runs[runs["method"] == "acl_embed"].set_index("seed")
+    dropped = gated["dropped_steps"].astype(int)
+    assert (dropped > 0).all() and "on every seed" in paragraph
+    assert (f"{dropped.sum()} of its {int(gated['measured_steps'].sum()):,} steps "
+            f"({dropped.min()}-{dropped.max()} a seed)") in paragraph
+    moved = gated["score"] - ungated.loc[gated.index, "score"]
+    assert f"by {moved.min():+.2f} to {moved.max():+.2f} (mean {moved.mean():+.2f})" in paragraph
+    angles = runs.loc[runs["method"].isin(["acl", "acl_embed"]), "angle_mean"]
+    assert f"at {angles.min():.0f}-{angles.max():.0f} degrees on average" in paragraph
