@@ -153,7 +153,7 @@ def acl_index_rows(task: str, keep) -> "pd.DataFrame":
                          for run, stored in handles])
 
 
-@pytest.mark.parametrize("task", ["SST-2", "MRPC"])
+@pytest.mark.parametrize("task", ["SST-2", "MRPC", "CoLA"])
 def test_acl_index_names_the_contrastive_terms_each_stored_grid_chose(task):
     """The temperature and weight the ACL index says CE+SCL's grid chose on a task are those :func:`chosen_terms`
     picks from the stored runs, with their dev score, and the range the grid spans."""
@@ -268,6 +268,34 @@ def test_acl_index_states_sst2s_complete_row():
     assert f"moved seed {fired} by {gated.loc[fired, 'score'] - ungated.loc[fired, 'score']:+.2f}" in text
     angles = runs.loc[runs["method"].isin(["acl", "acl_embed"]), "angle_mean"]
     assert f"at {angles.min():.0f}-{angles.max():.0f} degrees on average" in text
+
+
+def quoted_range(values) -> str:
+    """Values as the prose quotes them: one number where they round alike, else ``min-max``."""
+    low, high = f"{min(values):.2f}", f"{max(values):.2f}"
+    return low if low == high else f"{low}-{high}"
+
+
+@pytest.mark.parametrize("task", ["MRPC", "CoLA"])
+def test_acl_index_states_the_collapsed_grid_points_training_loss(task):
+    """Where the ACL index says the grid's tau-0.1 points with lambda 0.5 and 1.0 collapse on dev while their
+    training-batch cross-entropy still falls, the means over the last fifth of each run it quotes are the stored
+    histories' (against the tau 0.3 and 0.5 points on MRPC, and tau 0.1 with lambda 0.1 on CoLA)."""
+    from bertsent.experiments import acl_runs
+
+    overrides = {**ACL_INDEX_GRIDS, "tasks": [task], "lambda_task": task}
+    last_fifth = {}
+    for run, stored in acl_runs.stored_runs("acl_glue", "quick", overrides, RESULTS_DIR):
+        if run.method == "ce_scl" and run.temperature is not None:
+            ce = stored.history()["ce"].dropna()
+            last_fifth[(run.temperature, run.weight)] = ce.iloc[len(ce) - len(ce) // 5:].mean()
+    assert len(last_fifth) == 9
+    collapsed = [last_fifth[(0.1, weight)] for weight in (0.5, 1.0)]
+    working = ([value for (tau, _), value in last_fifth.items() if tau != 0.1] if task == "MRPC"
+               else [last_fifth[(0.1, 0.1)]])
+    text = one_line((REPO_ROOT / "book" / "aligned-contrastive" / "index.md").read_text())
+    assert (f"a mean of {quoted_range(collapsed)} over the last fifth of each run, against "
+            f"{quoted_range(working)}") in text
 
 
 def test_acl_index_states_mrpcs_complete_row():
