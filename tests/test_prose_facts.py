@@ -234,6 +234,20 @@ def test_attention_pooling_index_states_minilms_300_step_claims():
             f"uniform {weights['uniform_weight']:.3f}") in text
 
 
+def quoted_method_means(scores, task: str) -> str:
+    """The four methods' mean ± sd as an ACL index paragraph on a complete row quotes them, CE+SCL with the
+    contrastive terms the task's stored grid chose (:func:`chosen_terms`)."""
+    from bertsent.experiments import aligned_contrastive as acl
+
+    grid = acl_index_rows(task, lambda run: run.method == "ce_scl" and run.temperature is not None)
+    chosen = acl.chosen_terms(grid).query("chosen").iloc[0]
+    return (f"CE {scores.loc['ce', 'mean']:.2f} ± {scores.loc['ce', 'sd']:.2f}, CE+SCL "
+            f"(tau {chosen['temperature']:g}, lambda {chosen['weight']:g}) "
+            f"{scores.loc['ce_scl', 'mean']:.2f} ± {scores.loc['ce_scl', 'sd']:.2f}, ACL-Embed "
+            f"{scores.loc['acl_embed', 'mean']:.2f} ± {scores.loc['acl_embed', 'sd']:.2f}, ACL "
+            f"{scores.loc['acl', 'mean']:.2f} ± {scores.loc['acl', 'sd']:.2f}")
+
+
 def test_acl_index_states_sst2s_complete_row():
     """The ACL index's paragraph on SST-2's complete row quotes :func:`score_table`, :func:`main_claims` and
     :func:`component_claims` on the five stored seeds of every method, and what it says of the gradient gate (how
@@ -246,11 +260,7 @@ def test_acl_index_states_sst2s_complete_row():
     components = acl.component_claims(scores.reset_index()).set_index("claim")
     text = one_line((REPO_ROOT / "book" / "aligned-contrastive" / "index.md").read_text())
     assert set(scores["seeds"]) == {5} and scores.loc["ce", "dev_examples"] == 872
-    quoted = (f"CE {scores.loc['ce', 'mean']:.2f} ± {scores.loc['ce', 'sd']:.2f}, CE+SCL (tau 0.1, lambda 0.5) "
-              f"{scores.loc['ce_scl', 'mean']:.2f} ± {scores.loc['ce_scl', 'sd']:.2f}, ACL-Embed "
-              f"{scores.loc['acl_embed', 'mean']:.2f} ± {scores.loc['acl_embed', 'sd']:.2f}, ACL "
-              f"{scores.loc['acl', 'mean']:.2f} ± {scores.loc['acl', 'sd']:.2f}")
-    assert quoted in text
+    assert quoted_method_means(scores, "SST-2") in text
     for claim in ("acl > ce", "acl > ce_scl"):
         row = claims.loc[claim]
         assert row["verdict"] == "within noise"
@@ -312,14 +322,7 @@ def test_acl_index_states_mrpcs_complete_row():
     text = one_line((REPO_ROOT / "book" / "aligned-contrastive" / "index.md").read_text())
     paragraph = text[text.index("**MRPC's row is complete**"):]
     assert set(accuracy["seeds"]) == {5} and accuracy.loc["ce", "dev_examples"] == 408
-    grid = acl_index_rows("MRPC", lambda run: run.method == "ce_scl" and run.temperature is not None)
-    chosen = acl.chosen_terms(grid).query("chosen").iloc[0]
-    quoted = (f"CE {accuracy.loc['ce', 'mean']:.2f} ± {accuracy.loc['ce', 'sd']:.2f}, CE+SCL "
-              f"(tau {chosen['temperature']:g}, lambda {chosen['weight']:g}) "
-              f"{accuracy.loc['ce_scl', 'mean']:.2f} ± {accuracy.loc['ce_scl', 'sd']:.2f}, ACL-Embed "
-              f"{accuracy.loc['acl_embed', 'mean']:.2f} ± {accuracy.loc['acl_embed', 'sd']:.2f}, ACL "
-              f"{accuracy.loc['acl', 'mean']:.2f} ± {accuracy.loc['acl', 'sd']:.2f}")
-    assert quoted in paragraph
+    assert quoted_method_means(accuracy, "MRPC") in paragraph
     for claim in ("acl > ce", "acl > ce_scl"):
         row = claims.loc[claim]
         assert f"`{claim}` is {row['our_effect']:+.2f} (tolerance {row['tolerance']:.2f})" in paragraph, claim
