@@ -181,3 +181,38 @@ def test_the_list_ends_with_how_many_runs_are_in_each_state(tmp_path, capsys):
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[-1] == f"0 stored, 1 missing, {len(lines) - 2} waiting, 0 left out"
     assert lines[0].startswith("acl_glue:RTE:ce:1: missing")
+
+
+def test_a_diagnosed_grid_point_is_the_grid_run_again_with_its_decisions_read(tmp_path):
+    """A point of ``diagnose_grid_points`` is a run of its own (named ``:diagnose``, keyed apart), trained number for
+    number as the grid's run, whose result adds the final model's diagnosis on the training set and dev; the tuned
+    methods do not wait for it."""
+    from bertsent.experiments import aligned_contrastive as acl
+
+    grid = {"grid_learning_rates": [], "contrastive_grid_temperatures": [0.1], "contrastive_grid_weights": [1.0],
+            "contrastive_grid_methods": ["ce_scl"], "methods": ["ce", "ce_scl"], "lambdas": [0.5],
+            "diagnose_grid_points": [["RTE", 0.1, 1.0]]}
+    names = [run.name for run in acl_runs.page_runs("acl_glue", resolve_parameters("acl_glue", "smoke", grid))]
+    assert names[-1] == "acl_glue:RTE:ce_scl:0:1:t0.1:diagnose" and "acl_glue:RTE:ce_scl:0:1:t0.1" in names
+    for name in ("acl_glue:RTE:ce_scl:0:1:t0.1", "acl_glue:RTE:ce_scl:0:1:t0.1:diagnose"):
+        (run, _), = acl_runs.stored_runs("acl_glue", "smoke", grid, tmp_path, [name])
+        acl_runs.train_run(run, "smoke", grid, tmp_path)
+    listed = dict((run.name, stored) for run, stored in acl_runs.stored_runs("acl_glue", "smoke", grid, tmp_path))
+    point, diagnosed = listed["acl_glue:RTE:ce_scl:0:1:t0.1"], listed["acl_glue:RTE:ce_scl:0:1:t0.1:diagnose"]
+    assert not isinstance(listed["acl_glue:RTE:ce_scl:1"], Waiting)
+    assert point.key != diagnosed.key and "diagnosis" not in point.train()["result"]
+    found = diagnosed.train()["result"]
+    assert found["accuracy"] == point.train()["result"]["accuracy"]
+    assert diagnosed.history()["ce"].dropna().tolist() == point.history()["ce"].dropna().tolist()
+    from bertsent.encode.backbones import backbone_path
+    from bertsent.experiments.runs import model_at
+
+    parameters = resolve_parameters("acl_glue", "smoke", grid)
+    model = model_at(backbone_path(parameters["backbone"]))
+    settings = acl_runs._run_settings(PageRun("acl_glue", "RTE", "ce_scl", 0, 1.0, temperature=0.1, diagnose=True),
+                                      parameters, model, tmp_path)
+    table = acl.grid_diagnosis(model, parameters["diagnose_grid_points"], parameters["grid_seeds"],
+                               parameters["max_train_examples"], None, tmp_path, parameters["angle_every"],
+                               **settings)  # reads the stored run: nothing is trained again
+    assert list(table["split"]) == ["train", "dev"] and table["score"].iloc[1] == pytest.approx(found["accuracy"])
+    assert table["examples"].iloc[0] == found["train_examples"]

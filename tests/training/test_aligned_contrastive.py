@@ -431,3 +431,15 @@ def test_an_acl_run_interrupted_by_ctrl_c_resumes_and_ends_with_the_uninterrupte
     assert resumed["measured_steps"] == measured and straight["angle_mean"] is not None
     assert_same_run(straight, resumed)
     assert resumed_history == straight_history  # every step's angle, CE and contrastive term, and the running loss
+
+
+def test_a_diagnosing_run_adds_the_final_models_decisions_and_keeps_other_runs_keys(tiny_bert):
+    plain = ContrastiveObjective(AclConfig(loss="scl", gradient_gate=False))
+    diagnosing = ContrastiveObjective(AclConfig(loss="scl", gradient_gate=False, diagnose=True))
+    assert "acl_diagnose" not in plain.describe() and diagnosing.describe()["acl_diagnose"] is True
+    result = finetune_glue(tiny_bert, "RTE", GlueConfig(**SMALL), objective=diagnosing)
+    train, dev = result["diagnosis"]["train"], result["diagnosis"]["dev"]
+    assert train["examples"] == SMALL["max_train_examples"] and dev["examples"] == result["dev_examples"]
+    assert dev["score"] == pytest.approx(result["accuracy"])  # the final model, scored as the run scores it
+    assert dev["best_threshold_score"] >= dev["score"] and sum(dev["predicted_share"]) == pytest.approx(1.0)
+    assert "diagnosis" not in finetune_glue(tiny_bert, "RTE", GlueConfig(**SMALL), objective=plain)

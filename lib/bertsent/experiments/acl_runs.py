@@ -23,7 +23,8 @@ contrastive grid, and every other run of a task waits for them: a task CE has no
 are never trained.
 A run's name is ``PAGE:TASK:METHOD:SEED`` with ``:WEIGHT`` (lambda) for the contrastive methods (none where the
 weight is chosen on the contrastive grid), ``:tTEMPERATURE`` for a contrastive-grid run,
-``:lrRATE:epEPOCHS`` for a recipe-grid run and ``@BACKBONE``
+``:lrRATE:epEPOCHS`` for a recipe-grid run, ``:diagnose`` for a grid point trained again with its final model
+diagnosed (``diagnose_grid_points``, :func:`~bertsent.experiments.aligned_contrastive.grid_diagnosis`) and ``@BACKBONE``
 for a run on another backbone than the page's (the multi-exit page's ``deep_backbone``, e.g. ``-p deep_backbone
 all-mpnet-base-v2``). Like the runner,
 only the canonical profiles (quick, paper) without overrides write under ``results/``; any other profile or ``-p``
@@ -51,6 +52,7 @@ class PageRun:
     backbone: str | None = None  # None: the page's backbone; else another (the multi-exit page's deep_backbone)
     recipe: tuple[float, int] | None = None  # (learning rate, epochs) of a recipe-grid run; None: the page's recipe
     temperature: float | None = None  # tau of a contrastive-grid run; None: the page's or the one the grid chose
+    diagnose: bool = False  # a contrastive-grid point trained again with its final model diagnosed (grid_diagnosis)
 
     @property
     def name(self) -> str:
@@ -58,7 +60,8 @@ class PageRun:
         weight += "" if self.temperature is None else f":t{self.temperature:g}"
         recipe = "" if self.recipe is None else f":lr{self.recipe[0]:g}:ep{self.recipe[1]}"
         backbone = "" if self.backbone is None else f"@{self.backbone}"
-        return f"{self.page}:{self.task}:{self.method}:{self.seed}{weight}{recipe}{backbone}"
+        diagnose = ":diagnose" if self.diagnose else ""
+        return f"{self.page}:{self.task}:{self.method}:{self.seed}{weight}{recipe}{diagnose}{backbone}"
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,8 @@ def page_runs(page: str, parameters: dict) -> list[PageRun]:
              for seed in seeds_of(parameters["seeds"], task)]
     runs += [PageRun(page, parameters["lambda_task"], method, int(seed), float(w)) for w in parameters["lambdas"]
              for method in ("acl_embed", "acl") for seed in parameters["lambda_seeds"]]
+    runs += [PageRun(page, task, "ce_scl", int(seed), float(w), temperature=float(t), diagnose=True)
+             for task, t, w in parameters.get("diagnose_grid_points") or [] for seed in parameters["grid_seeds"]]
     return list(dict.fromkeys(runs))
 
 
@@ -205,7 +210,8 @@ def _run_terms(run: PageRun, parameters: dict, model, results_dir) -> tuple[floa
         return defaults
     rows = []
     for grid_run in page_runs(run.page, parameters):
-        if grid_run.temperature is None or grid_run.task != run.task or grid_run.method != tuned_as:
+        if (grid_run.temperature is None or grid_run.diagnose or grid_run.task != run.task
+                or grid_run.method != tuned_as):
             continue
         settings = _run_settings(grid_run, parameters, model, results_dir)
         if settings is None:
@@ -227,7 +233,7 @@ def _objective(run: PageRun, parameters: dict, terms: tuple[float, float]):
     if run.page == "acl_multi_exit":
         return acl.exit_objective(run.method, weight, temperature, parameters["thresholds"],
                                   parameters["latency_examples"])
-    return acl.method_objective(run.method, weight, temperature, parameters["angle_every"])
+    return acl.method_objective(run.method, weight, temperature, parameters["angle_every"], run.diagnose)
 
 
 def stored_runs(page: str, profile: str = "quick", overrides: dict | None = None, results_dir=None,
@@ -300,7 +306,10 @@ def train_run(run: PageRun, profile: str = "quick", overrides: dict | None = Non
         raise ValueError(f"{run.name} is trained with the temperature and weight chosen on {run.task}'s contrastive "
                          "grid, which is not all stored yet: train the grid's runs first (--list names them)")
     shared = (parameters["max_train_examples"], *terms)
-    if run.page == "acl_multi_exit":
+    if run.diagnose:
+        acl.grid_diagnosis(model, [[run.task, run.temperature, run.weight]], [run.seed], parameters["max_train_examples"],
+                           parameters["data_dir"], results_dir, parameters["angle_every"], **settings)
+    elif run.page == "acl_multi_exit":
         acl.exit_grid(model, [run.task], [run.method], [run.seed], *shared, parameters["thresholds"],
                       parameters["latency_examples"], parameters["data_dir"], results_dir, **settings)
     else:

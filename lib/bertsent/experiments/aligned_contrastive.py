@@ -56,10 +56,12 @@ ANGLE_PAIRS = {"ce_scl": "CE vs SCL", "acl_embed": "CE vs ACL-Embed", "acl": "CE
                "scl_grad": "CE vs SCL (gated)"}
 
 
-def acl_config(method: str, weight: float = 0.5, temperature: float = 0.3, angle_every: int = 1) -> AclConfig | None:
+def acl_config(method: str, weight: float = 0.5, temperature: float = 0.3, angle_every: int = 1,
+               diagnose: bool = False) -> AclConfig | None:
     """The ACL configuration of a method of :data:`METHODS` (``ce``: None, the recipe itself; ``scl_grad``: SCL
     under ACL-Grad's gate, ACL without its label embeddings, for the component ablation). ``angle_every``: an
-    ungated method measures the angle on every so-many-th step only (the gated ones need it every step)."""
+    ungated method measures the angle on every so-many-th step only (the gated ones need it every step).
+    ``diagnose``: the run's result also diagnoses the final model's decisions (:class:`AclConfig`)."""
     if method not in METHODS:
         raise ValueError(f"Unknown method {method!r}; known: {', '.join(METHODS)}.")
     if method == "ce":
@@ -67,13 +69,13 @@ def acl_config(method: str, weight: float = 0.5, temperature: float = 0.3, angle
     loss = "scl" if method in ("ce_scl", "scl_grad") else "acl_embed"
     gated = method in ("acl", "scl_grad")
     return AclConfig(loss=loss, weight=float(weight), temperature=float(temperature), gradient_gate=gated,
-                     measure_angle=True, angle_every=1 if gated else int(angle_every))
+                     measure_angle=True, angle_every=1 if gated else int(angle_every), diagnose=bool(diagnose))
 
 
 def method_objective(method: str, weight: float = 0.5, temperature: float = 0.3,
-                     angle_every: int = 1) -> ContrastiveObjective | None:
+                     angle_every: int = 1, diagnose: bool = False) -> ContrastiveObjective | None:
     """The fine-tuning objective of a method of :data:`METHODS` (``ce``: None, the plain recipe)."""
-    config = acl_config(method, weight, temperature, angle_every)
+    config = acl_config(method, weight, temperature, angle_every, diagnose)
     return None if config is None else ContrastiveObjective(config)
 
 
@@ -264,6 +266,40 @@ def with_chosen_recipes(settings: dict, recipes: pd.DataFrame, tasks) -> dict:
 
 # the gated method is tuned as its ungated one: the gate changes which steps the term is applied at, not the term
 TUNED_AS = {"ce_scl": "ce_scl", "scl_grad": "ce_scl", "acl_embed": "acl_embed", "acl": "acl_embed"}
+
+
+def grid_diagnosis(model, points, seeds, max_train_examples: dict | None = None, data_dir=None, results_dir=None,
+                   angle_every: int = 1, **settings) -> pd.DataFrame:
+    """Contrastive-grid points fine-tuned again with the final model's decisions diagnosed (CE+SCL; ``points``: a
+    list of [task, temperature, weight], each with the grid's ``seeds`` and the task's recipe in ``settings``).
+
+    A grid point that ends at the majority class has either lost the classes or ranks them behind a misplaced
+    threshold; the runs store only the dev score, so each such point is trained again, number for number (the same
+    recipe, seed and term; only the diagnosis, :class:`AclConfig`'s ``diagnose``, is added, a stored run of its own),
+    and its final model is read on the training set and on dev
+    (:func:`~bertsent.evaluation.glue.decision_diagnosis`). One row per run and split: the score at the argmax, the
+    share predicted as class 1, the AUC of the logit margin, the best score over thresholds (chosen on the same
+    examples: an upper bound), and per true class the mean probability of class 1 and the mean cross-entropy."""
+    from .runs import glue_run
+
+    rows = []
+    for task, temperature, weight in points:
+        for seed in seeds_of(seeds, task):
+            config = glue_config(task, seed, max_train_examples, **settings)
+            objective = method_objective("ce_scl", weight, temperature, angle_every, diagnose=True)
+            result = glue_run(model, task, config, data_dir, results_dir, objective).train()["result"]
+            for split in ("train", "dev"):
+                found = result["diagnosis"][split]
+                rows.append({"task": task, "temperature": float(temperature), "weight": float(weight),
+                             "seed": int(seed), "split": split, "examples": found["examples"],
+                             "metric": found["metric"], "score": found["score"],
+                             "predicted_class_1": found["predicted_share"][1], "auc": found["auc"],
+                             "best_threshold_score": found["best_threshold_score"],
+                             **{f"probability_of_class_1_when_{label}": value
+                                for label, value in found["probability_of_class_1"].items()},
+                             **{f"cross_entropy_when_{label}": value
+                                for label, value in found["cross_entropy"].items()}})
+    return pd.DataFrame(rows)
 
 
 def check_tunable(methods) -> list[str]:

@@ -39,7 +39,8 @@ import torch.nn.functional as F
 
 from ..losses.aligned_contrastive import acl_cl_loss, acl_embed_loss, scl_loss
 from ..models.multi_exit import MultiExitClassifier, early_exit_decisions
-from .glue import GlueObjective, TASK_METRICS, _batches, glue_metrics
+from ..evaluation.glue import decision_diagnosis
+from .glue import GlueObjective, TASK_METRICS, _batches, glue_logits, glue_metrics
 
 METHOD_VERSION = 1  # bump when the maths changes
 
@@ -101,6 +102,9 @@ class AclConfig:
     # without the gate: measure (two backward passes) on every angle_every-th step only, and take one backward pass of
     # CE + lambda * term on the others: the same update, at about half the cost (1 keeps a run's key as it was)
     angle_every: int = 1
+    # the result adds evaluation.glue.decision_diagnosis of the final model on the training set and on dev (a
+    # forward pass over each): whether a run at the majority class lost the classes or misplaced its threshold
+    diagnose: bool = False
 
     def __post_init__(self):
         if self.loss not in CONTRASTIVE_LOSSES:
@@ -152,9 +156,10 @@ class ContrastiveObjective(GlueObjective):
         self.calls: list[int] = [0]  # backward passes so far (a list: the checkpointed log state refers to it)
 
     def describe(self) -> dict:
-        # angle_every = 1 (every step) is left out, so the runs stored before the field existed keep their keys
+        # angle_every = 1 (every step) and diagnose off are left out, so the runs stored before these fields existed
+        # keep their keys
         return {f"acl_{key}": value for key, value in asdict(self.config).items()
-                if not (key == "angle_every" and value == 1)}
+                if not (key == "angle_every" and value == 1) and not (key == "diagnose" and not value)}
 
     def log_state(self) -> dict:
         return {"angles": self.angles, "dropped": self.dropped, "calls": self.calls}
@@ -238,10 +243,16 @@ class ContrastiveObjective(GlueObjective):
     def result(self, method, model) -> dict:
         angles = np.array(self.angles, dtype=float)
         measured = angles[~np.isnan(angles)] if len(angles) else angles
-        return {"angle_mean": float(measured.mean()) if len(measured) else None,
-                "angle_above_threshold_share": float((measured > self.config.angle_threshold).mean())
-                if len(measured) else None,
-                "dropped_steps": int(sum(self.dropped)), "measured_steps": len(self.angles)}
+        result = {"angle_mean": float(measured.mean()) if len(measured) else None,
+                  "angle_above_threshold_share": float((measured > self.config.angle_threshold).mean())
+                  if len(measured) else None,
+                  "dropped_steps": int(sum(self.dropped)), "measured_steps": len(self.angles)}
+        if self.config.diagnose:
+            result["diagnosis"] = {
+                split: decision_diagnosis(method.task, frame["label"].to_numpy(),
+                                          glue_logits(model, frame, method.tokenizer, method.config.max_length))
+                for split, frame in (("train", method.train), ("dev", method.dev))}
+        return result
 
 
 def logit_distillation(student: torch.Tensor, teacher: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:

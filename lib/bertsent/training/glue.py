@@ -181,16 +181,21 @@ def finetune_glue(model_path: str, task: str, config: GlueConfig | None = None, 
     return result
 
 
-def _dev_predictions(model, dev: pd.DataFrame, tokenizer, max_length: int) -> np.ndarray:
+def glue_logits(model, frame: pd.DataFrame, tokenizer, max_length: int) -> np.ndarray:
+    """The classifier's logits on every row of ``frame`` (N, K), in eval mode (no dropout), without gradients."""
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    predictions = []
+    logits = []
     with torch.no_grad():
-        for encoded, _ in _batches(dev, tokenizer, 128, max_length):
-            predictions.append(model(**encoded.to(device)).logits.argmax(-1).cpu().numpy())
+        for encoded, _ in _batches(frame, tokenizer, 128, max_length):
+            logits.append(model(**encoded.to(device)).logits.float().cpu().numpy())
     model.train(was_training)
-    return np.concatenate(predictions)
+    return np.concatenate(logits)
+
+
+def _dev_predictions(model, dev: pd.DataFrame, tokenizer, max_length: int) -> np.ndarray:
+    return glue_logits(model, dev, tokenizer, max_length).argmax(-1)
 
 
 class GlueObjective:
