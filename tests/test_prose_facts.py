@@ -134,7 +134,24 @@ def test_attention_pooling_index_states_where_the_frozen_arm_has_paired_noise():
 
 ACL_INDEX_GRIDS = {"seeds": [1, 2, 3, 4, 5], "grid_learning_rates": [2e-5, 5e-5, 1e-4], "grid_epochs": [3, 5],
                    "contrastive_grid_temperatures": [0.1, 0.3, 0.5], "contrastive_grid_weights": [0.1, 0.5, 1.0],
-                   "baseline_gate": True, "angle_every": 10, "lambda_seeds": [1, 2, 3]}
+                   "baseline_gate": True, "angle_every": 10, "lambda_seeds": [1, 2, 3],
+                   "diagnose_grid_points": [["MRPC", 0.1, 1.0], ["MRPC", 0.5, 1.0], ["CoLA", 0.1, 1.0],
+                                            ["CoLA", 0.5, 1.0]]}
+
+
+def test_the_acl_index_lists_its_runs_with_the_grids_the_prose_tests_read():
+    """The ACL index's ``--list`` command sets exactly :data:`ACL_INDEX_GRIDS` (and the lambda curve's task), so
+    the runs these tests read are the runs that command lists."""
+    import re
+    import shlex
+
+    from bertsent.book import parse_value
+
+    text = (REPO_ROOT / "book" / "aligned-contrastive" / "index.md").read_text()
+    command = re.sub(r"\\\n\s*", " ", text[text.index("python -m bertsent.experiments.acl_runs --page acl_glue"):])
+    words = shlex.split(command[:command.index("--list")])
+    given = {words[i + 1]: parse_value(words[i + 2]) for i, word in enumerate(words) if word == "-p"}
+    assert given == {**ACL_INDEX_GRIDS, "lambda_task": "SST-2"}
 
 
 def acl_index_rows(task: str, keep) -> "pd.DataFrame":
@@ -147,7 +164,7 @@ def acl_index_rows(task: str, keep) -> "pd.DataFrame":
 
     overrides = {**ACL_INDEX_GRIDS, "tasks": [task], "lambda_task": task}
     handles = [(run, stored) for run, stored in acl_runs.stored_runs("acl_glue", "quick", overrides, RESULTS_DIR)
-               if keep(run)]
+               if keep(run) and not run.diagnose]
     assert handles and all(getattr(stored, "exists", False) for _, stored in handles)
     return pd.DataFrame([acl._run_row(stored, run.method, task, run.seed, run.weight, run.temperature)
                          for run, stored in handles])
@@ -296,7 +313,7 @@ def test_acl_index_states_the_collapsed_grid_points_training_loss(task):
     overrides = {**ACL_INDEX_GRIDS, "tasks": [task], "lambda_task": task}
     last_fifth = {}
     for run, stored in acl_runs.stored_runs("acl_glue", "quick", overrides, RESULTS_DIR):
-        if run.method == "ce_scl" and run.temperature is not None:
+        if run.method == "ce_scl" and run.temperature is not None and not run.diagnose:
             ce = stored.history()["ce"].dropna()
             last_fifth[(run.temperature, run.weight)] = ce.iloc[len(ce) - len(ce) // 5:].mean()
     assert len(last_fifth) == 9
