@@ -363,3 +363,32 @@ def test_acl_index_states_mrpcs_complete_row():
     assert f"by {moved.min():+.2f} to {moved.max():+.2f} (mean {moved.mean():+.2f})" in paragraph
     angles = runs.loc[runs["method"].isin(["acl", "acl_embed"]), "angle_mean"]
     assert f"at {angles.min():.0f}-{angles.max():.0f} degrees on average" in paragraph
+
+
+def test_acl_index_states_the_diagnosed_grid_point():
+    """What the ACL index says of MRPC's diagnosed tau-0.1, lambda-1.0 grid point is the stored diagnosis
+    (:func:`decision_diagnosis` of its final model), and the re-run scored what the grid's run scored."""
+    from bertsent.experiments import acl_runs
+
+    overrides = {**ACL_INDEX_GRIDS, "tasks": ["MRPC"], "lambda_task": "MRPC"}
+    grid = {(run.temperature, run.weight, run.diagnose): stored
+            for run, stored in acl_runs.stored_runs("acl_glue", "quick", overrides, RESULTS_DIR)
+            if run.task == "MRPC" and run.method == "ce_scl" and run.temperature is not None}
+    point, diagnosed = grid[(0.1, 1.0, False)].train()["result"], grid[(0.1, 1.0, True)].train()["result"]
+    assert diagnosed["accuracy"] == point["accuracy"]
+    train, dev = diagnosed["diagnosis"]["train"], diagnosed["diagnosis"]["dev"]
+    best = max(stored.train()["result"]["accuracy"] for (_, _, again), stored in grid.items() if not again)
+    text = one_line((REPO_ROOT / "book" / "aligned-contrastive" / "index.md").read_text())
+    paragraph = text[text.index("**What the collapsed points lost.**"):]
+    for quoted in (f"its dev accuracy is the grid run's {point['accuracy']:.2f} again",
+                   f"paraphrase for {train['predicted_share'][1]:.1%} of the training pairs and "
+                   f"{dev['predicted_share'][1]:.1%} of the dev pairs",
+                   f"AUC of {train['auc']:.2f} on the training pairs and {dev['auc']:.2f} on dev",
+                   f"would give {train['best_threshold_score']:.2f} and {dev['best_threshold_score']:.2f} accuracy",
+                   f"the grid's best point scored {best:.2f}",
+                   f"probability of class 1 of {train['probability_of_class_1']['0']:.2f} on the training pairs and "
+                   f"{dev['probability_of_class_1']['0']:.2f} on dev",
+                   f"the paraphrases' {train['cross_entropy']['1']:.2f} averaged with the non-paraphrases' "
+                   f"{train['cross_entropy']['0']:.2f}"):
+        assert quoted in paragraph, quoted
+    assert train["auc"] > 0.9 and train["predicted_share"][1] > 0.95  # what "ranks ... misplaced threshold" reads
