@@ -392,3 +392,9 @@ def test_acl_index_states_the_diagnosed_grid_point():
                    f"{train['cross_entropy']['0']:.2f}"):
         assert quoted in paragraph, quoted
     assert train["auc"] > 0.9 and train["predicted_share"][1] > 0.95  # what "ranks ... misplaced threshold" reads
+    contrast = grid[(0.5, 1.0, True)].train()["result"]
+    assert contrast["accuracy"] == grid[(0.5, 1.0, False)].train()["result"]["accuracy"]
+    found, held_out = contrast["diagnosis"]["train"], contrast["diagnosis"]["dev"]
+    assert (f"the grid run's {contrast['accuracy']:.2f} again), ranks about as well (AUC {found['auc']:.2f} on the "
+            f"training pairs and {held_out['auc']:.2f} on dev) but gives the non-paraphrases a mean probability of "
+            f"class 1 of {found['probability_of_class_1']['0']:.2f} on the training pairs") in paragraph
